@@ -1,0 +1,58 @@
+# Settings shared by the whole build and by the trainer's standalone build.
+include_guard(GLOBAL)
+
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
+endif()
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+
+# The repository root is the include root: #include "trainer/config/knob_schema.h".
+get_filename_component(ABLATE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+
+# CUDA is optional: compiled when nvcc is found (sm_90 unless CMAKE_CUDA_ARCHITECTURES says so).
+if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+endif()
+include(CheckLanguage)
+check_language(CUDA)
+if(CMAKE_CUDA_COMPILER)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  enable_language(CUDA)
+  set(CMAKE_CUDA_STANDARD 20)
+  set(ABLATE_HAVE_CUDA ON)
+else()
+  set(ABLATE_HAVE_CUDA OFF)
+endif()
+message(STATUS "ablate: CUDA ${ABLATE_HAVE_CUDA}")
+
+# Project code is warning-clean; third-party headers come in as SYSTEM includes.
+function(ablate_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>)
+endfunction()
+
+if(ABLATE_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+elseif(ABLATE_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread)
+  add_link_options(-fsanitize=thread)
+endif()
+
+# nlohmann/json: the Debian package's CMake config, or a header directory carried to the machine
+# (-DABLATE_JSON_INCLUDE_DIR=...), since GPU machines may have no -dev packages.
+find_package(nlohmann_json 3 QUIET)
+if(NOT nlohmann_json_FOUND AND NOT TARGET nlohmann_json::nlohmann_json)
+  find_path(ABLATE_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
+  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED GLOBAL)
+  target_include_directories(nlohmann_json::nlohmann_json SYSTEM INTERFACE ${ABLATE_JSON_INCLUDE_DIR})
+endif()
+
+find_package(GTest QUIET)
+find_package(Threads REQUIRED)
