@@ -1,0 +1,151 @@
+// The coordinator's domain types: sweeps, variants, runs, attempts, workers, events, metric
+// points. Plain structs shared by the core logic (expansion, scheduling), the SQLite store and
+// the RPC adapters; nothing here knows about gRPC or SQLite.
+#ifndef ABLATE_SERVER_CORE_MODEL_H_
+#define ABLATE_SERVER_CORE_MODEL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ablate {
+
+// Times are milliseconds since the Unix epoch unless a name says otherwise.
+using TimestampMs = int64_t;
+
+enum class SweepState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
+enum class RunState { kQueued, kAssigned, kRunning, kSucceeded, kFailed, kCancelled };
+
+std::string_view SweepStateName(SweepState s);
+std::string_view RunStateName(RunState s);
+// Parses the names above ("queued", "running", ...); nullopt for anything else.
+std::optional<SweepState> ParseSweepState(std::string_view name);
+std::optional<RunState> ParseRunState(std::string_view name);
+bool IsTerminal(RunState s);
+
+// One named config of a sweep: the baseline (index 0, name "baseline") or an ablation / grid
+// point. `config_json` is canonical (trainer/config/knob_schema.h); `diff_json` is
+// ConfigDiff(baseline, config) as JSON text ("{}" for the baseline).
+struct Variant {
+  int64_t id = 0;
+  int64_t sweep_id = 0;
+  int index = 0;
+  std::string name;
+  std::string config_json;
+  std::string config_hash;
+  std::string diff_json;
+};
+
+// A submitted sweep. `spec_yaml` is the text the researcher wrote, kept verbatim.
+struct Sweep {
+  int64_t id = 0;
+  std::string name;
+  SweepState state = SweepState::kQueued;
+  std::string spec_yaml;
+  std::string baseline_preset;  // may be empty when the baseline is built from `set` only
+  std::string scale = "full";
+  std::string dataset;
+  double target_val_loss = 3.28;
+  int seeds = 1;
+  int gpus_per_run = 1;
+  int priority = 0;
+  int max_concurrent = 0;  // 0 = unlimited
+  int max_attempts = 3;
+  std::vector<std::string> tags;
+  TimestampMs created_ms = 0;
+  TimestampMs finished_ms = 0;  // 0 while not finished
+};
+
+// Summary fields live on the run so that tables never scan curves (DESIGN §5).
+struct RunSummary {
+  std::optional<double> final_val_loss;
+  std::optional<double> time_to_target_ms;
+  std::optional<int64_t> target_step;
+  bool reached_target = false;
+  int64_t steps = 0;
+  std::optional<double> mean_step_ms;
+  std::optional<double> train_time_ms;
+};
+
+// One variant × seed.
+struct Run {
+  int64_t id = 0;
+  int64_t sweep_id = 0;
+  int64_t variant_id = 0;
+  std::string variant_name;
+  int seed = 0;
+  RunState state = RunState::kQueued;
+  int attempts_used = 0;  // trainer failures counted against max_attempts
+  int64_t current_attempt_id = 0;  // 0 when none
+  std::string worker_id;            // of the current attempt, if any
+  std::string error;                // last failure, human-readable
+  RunSummary summary;
+  TimestampMs created_ms = 0;
+  TimestampMs started_ms = 0;
+  TimestampMs finished_ms = 0;
+};
+
+enum class AttemptState { kAssigned, kRunning, kSucceeded, kFailed, kLost, kCancelled };
+std::string_view AttemptStateName(AttemptState s);
+
+// One assignment of a run to a worker. `fencing_token` increases monotonically per run; only the
+// run's current attempt may write metrics or results.
+struct Attempt {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int number = 0;  // 1, 2, ... within the run
+  int64_t fencing_token = 0;
+  std::string worker_id;
+  AttemptState state = AttemptState::kAssigned;
+  int exit_code = 0;
+  std::string error;
+  std::string stderr_tail;
+  TimestampMs started_ms = 0;
+  TimestampMs finished_ms = 0;
+};
+
+struct GpuInfo {
+  int index = 0;
+  std::string model;
+  int64_t memory_mb = 0;
+};
+
+struct Worker {
+  std::string id;
+  std::string host;
+  std::vector<GpuInfo> gpus;
+  int cpu_slots = 0;
+  std::string trainer_version;
+  std::vector<std::string> datasets;
+  bool connected = false;
+  TimestampMs last_heartbeat_ms = 0;
+  TimestampMs registered_ms = 0;
+};
+
+// One training step of one attempt. Optional fields are absent when the trainer did not report
+// them at that step (val_loss only at evaluations).
+struct MetricPoint {
+  int64_t step = 0;
+  std::optional<double> train_loss;
+  std::optional<double> val_loss;
+  std::optional<double> lr;
+  std::optional<double> step_ms;
+  std::optional<double> train_time_ms;  // cumulative timed training time
+  std::optional<int64_t> tokens;        // cumulative tokens
+};
+
+// A run or sweep state change, a log line or a notice.
+struct Event {
+  int64_t id = 0;
+  int64_t sweep_id = 0;
+  int64_t run_id = 0;  // 0 for sweep-level events
+  TimestampMs time_ms = 0;
+  std::string kind;  // "state", "log", "error", ...
+  std::string message;
+};
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_CORE_MODEL_H_
