@@ -124,6 +124,11 @@ Status CheckCrossKnobRules(const J& c) {
                      std::to_string(ve) + " with n_layer " + std::to_string(L) + ")",
                  "value_embeds"};
   }
+  if (ve != 0 && c.at("value_residual").get<bool>()) {
+    return Error{"value_residual and value_embeds are alternatives (r18 replaced the first with "
+                 "the second); turn one off",
+                 "value_residual"};
+  }
   if (c.at("unet_skips").get<bool>() && L % 2 != 0) {
     return Error{"unet_skips needs an even n_layer", "unet_skips"};
   }
