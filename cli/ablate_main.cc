@@ -1,0 +1,99 @@
+// ablate: the researcher's client. Submits sweep specs to a coordinator, lists and inspects
+// sweeps, runs and workers, watches sweeps live and cancels them.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/client.h"
+#include "cli/commands.h"
+
+namespace {
+
+constexpr const char* kFooter = R"(
+Exit codes: 0 ok, 1 the watched sweep failed, 2 usage, 3 rejected input (bad spec, invalid
+request), 4 not found, 5 coordinator unreachable or token refused, 130 interrupted.
+Environment: ABLATE_SERVER (HOST:PORT, default 127.0.0.1:7070), ABLATE_TOKEN (client token).
+
+Typical session:
+  ablate submit examples/demo-tiny.yaml --dry-run   # check a spec, store nothing
+  ablate submit examples/demo-tiny.yaml             # store it; prints the sweep id
+  ablate watch 1                                     # live progress until it finishes
+  ablate runs --sweep 1 --state failed               # what went wrong
+  ablate --json sweep 1 | jq .variants               # scripts read JSON)";
+
+// Adds a required positional id (a sweep or run) to a subcommand.
+void AddId(CLI::App* sub, int64_t* id, const std::string& what) {
+  sub->add_option("ID", *id, what + " id")->required()->check(CLI::PositiveNumber);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ablate::ClientOptions opts;
+  CLI::App app{"ablate: run and compare training ablations on a cluster (NanoGPT speedrun).",
+               "ablate"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  app.add_option("--server", opts.server, "coordinator HOST:PORT (or ABLATE_SERVER)");
+  app.add_option("--token-file", opts.token_file, "file holding the client token (or ABLATE_TOKEN)");
+  app.add_flag("--json", opts.json, "print JSON instead of tables");
+
+  std::string spec, state, tag, preset, scale = "full";
+  bool dry_run = false;
+  int64_t id = 0, sweep_id = 0;
+  int limit = 100;
+
+  CLI::App* submit = app.add_subcommand(
+      "submit", "validate a YAML sweep spec, expand it into runs and store it");
+  submit->add_option("SPEC", spec, "spec file (YAML), or - for stdin")->required();
+  submit->add_flag("--dry-run", dry_run, "validate and show the expansion; store nothing");
+  CLI::App* sweeps = app.add_subcommand("sweeps", "list sweeps, newest first");
+  sweeps->add_option("--state", state, "queued|running|succeeded|failed|cancelled");
+  sweeps->add_option("--tag", tag, "only sweeps with this tag");
+  sweeps->add_option("--limit", limit, "at most this many")->capture_default_str();
+  CLI::App* sweep = app.add_subcommand("sweep", "show one sweep: settings, counts, variants");
+  AddId(sweep, &id, "sweep");
+  CLI::App* runs = app.add_subcommand("runs", "list runs with their summaries");
+  runs->add_option("--sweep", sweep_id, "only runs of this sweep");
+  runs->add_option("--state", state, "queued|assigned|running|succeeded|failed|cancelled");
+  CLI::App* run = app.add_subcommand("run", "show one run: summary, attempts, config");
+  AddId(run, &id, "run");
+  CLI::App* watch = app.add_subcommand(
+      "watch", "follow a sweep live until it finishes (Ctrl-C stops watching, not the sweep)");
+  AddId(watch, &id, "sweep");
+  CLI::App* cancel = app.add_subcommand(
+      "cancel", "cancel a sweep's unfinished runs (trainers get SIGTERM, then SIGKILL)");
+  AddId(cancel, &id, "sweep");
+  CLI::App* workers = app.add_subcommand("workers", "list worker nodes, GPUs and heartbeats");
+  CLI::App* presets = app.add_subcommand(
+      "presets", "list the record presets, or print one preset's full config (no server needed)");
+  presets->add_option("NAME", preset, "preset to print");
+  presets->add_option("--scale", scale, "full|small|tiny")->capture_default_str();
+  CLI::App* knobs = app.add_subcommand(
+      "knobs", "list every trainer knob: type, default, range, meaning (no server needed)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? ablate::kExitOk : ablate::kExitUsage;
+  }
+  if (presets->parsed()) return ablate::PresetsCommand(opts.json, preset, scale);
+  if (knobs->parsed()) return ablate::KnobsCommand(opts.json);
+
+  std::string error;
+  std::unique_ptr<ablate::Client> client = ablate::Client::Create(opts, &error);
+  if (!client) {
+    std::cerr << "ablate: " << error << "\n";
+    return ablate::kExitUsage;
+  }
+  ablate::Client& c = *client;
+  if (submit->parsed()) return ablate::SubmitCommand(c, spec, dry_run);
+  if (sweeps->parsed()) return ablate::SweepsCommand(c, state, tag, limit);
+  if (sweep->parsed()) return ablate::SweepCommand(c, id);
+  if (runs->parsed()) return ablate::RunsCommand(c, sweep_id, state);
+  if (run->parsed()) return ablate::RunCommand(c, id);
+  if (watch->parsed()) return ablate::WatchCommand(c, id);
+  if (cancel->parsed()) return ablate::CancelCommand(c, id);
+  if (workers->parsed()) return ablate::WorkersCommand(c);
+  return ablate::kExitUsage;
+}

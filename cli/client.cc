@@ -1,0 +1,100 @@
+// Coordinator connection and status-to-exit-code mapping.
+#include "cli/client.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace ablate {
+namespace {
+
+constexpr const char* kDefaultServer = "127.0.0.1:7070";
+constexpr auto kUnaryDeadline = std::chrono::seconds(60);
+
+std::string Trim(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t\r\n"));
+  s.erase(s.find_last_not_of(" \t\r\n") + 1);
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* error) {
+  auto c = std::make_unique<Client>();
+  c->server_ = o.server;
+  if (c->server_.empty()) {
+    const char* env = std::getenv("ABLATE_SERVER");
+    c->server_ = env && *env ? env : kDefaultServer;
+  }
+  c->token_ = o.token;
+  if (!o.token_file.empty()) {
+    std::ifstream in(o.token_file);
+    if (!in) {
+      *error = "cannot read token file " + o.token_file;
+      return nullptr;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    c->token_ = Trim(ss.str());
+  } else if (c->token_.empty()) {
+    const char* env = std::getenv("ABLATE_TOKEN");
+    if (env) c->token_ = Trim(env);
+  }
+  c->json_ = o.json;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  c->channel_ = grpc::CreateCustomChannel(c->server_, grpc::InsecureChannelCredentials(), args);
+  c->stub_ = v1::AblateService::NewStub(c->channel_);
+  return c;
+}
+
+std::unique_ptr<grpc::ClientContext> Client::Context(bool streaming) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+  if (!streaming) ctx->set_deadline(std::chrono::system_clock::now() + kUnaryDeadline);
+  return ctx;
+}
+
+int Client::Fail(const grpc::Status& s, const std::string& what) const {
+  std::string msg = s.error_message();
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::ALREADY_EXISTS:
+      std::cerr << "ablate: " << what << " rejected:\n" << msg << "\n";
+      return kExitRejected;
+    case grpc::StatusCode::NOT_FOUND:
+      std::cerr << "ablate: " << msg << "\n";
+      return kExitNotFound;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      std::cerr << "ablate: cannot reach the coordinator at " << server_ << " (" << msg
+                << ").\nStart one with `ablate-coordinator` or `ablate up`, or point "
+                   "--server / ABLATE_SERVER at it.\n";
+      return kExitUnreachable;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      std::cerr << "ablate: the coordinator at " << server_ << " refused the call: " << msg
+                << ".\nPass the client token with --token-file F or ABLATE_TOKEN.\n";
+      return kExitUnreachable;
+    default:
+      std::cerr << "ablate: " << what << " failed: " << msg << "\n";
+      return kExitFailure;
+  }
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  return out;
+}
+
+}  // namespace ablate

@@ -1,0 +1,61 @@
+// The CLI's connection to a coordinator: server address, token, output mode, and the mapping
+// from gRPC status codes to the CLI's exit codes.
+#ifndef ABLATE_CLI_CLIENT_H_
+#define ABLATE_CLI_CLIENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "ablate/v1/client.grpc.pb.h"
+
+namespace ablate {
+
+// Exit codes of `ablate` (documented in --help).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailure = 1,      // the command ran but its subject failed (e.g. a watched sweep failed)
+  kExitUsage = 2,        // bad command line
+  kExitRejected = 3,     // the server (or the CLI) rejected the input
+  kExitNotFound = 4,     // unknown sweep or run id
+  kExitUnreachable = 5,  // server unreachable, or token missing/wrong
+  kExitInterrupted = 130,
+};
+
+struct ClientOptions {
+  std::string server;      // HOST:PORT
+  std::string token_file;  // overrides token
+  std::string token;
+  bool json = false;
+};
+
+class Client {
+ public:
+  // Resolves server and token from the options and the environment (ABLATE_SERVER,
+  // ABLATE_TOKEN). Fails with a message when the token file cannot be read.
+  static std::unique_ptr<Client> Create(const ClientOptions& options, std::string* error);
+
+  v1::AblateService::Stub& stub() { return *stub_; }
+  // A context carrying the token and, for unary calls, a deadline.
+  std::unique_ptr<grpc::ClientContext> Context(bool streaming = false) const;
+  bool json() const { return json_; }
+  const std::string& server() const { return server_; }
+
+  // Prints a failed call's status to stderr and returns the matching exit code.
+  int Fail(const grpc::Status& status, const std::string& what) const;
+
+ private:
+  std::string server_;
+  std::string token_;
+  bool json_ = false;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::AblateService::Stub> stub_;
+};
+
+// Protobuf message as JSON text (proto field names, defaults included).
+std::string ToJson(const google::protobuf::Message& m);
+
+}  // namespace ablate
+
+#endif  // ABLATE_CLI_CLIENT_H_

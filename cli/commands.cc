@@ -1,0 +1,431 @@
+// Command implementations: one request, then a table or JSON.
+#include "cli/commands.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "cli/table.h"
+#include "trainer/config/knob_schema.h"
+#include "trainer/config/presets.h"
+
+namespace ablate {
+namespace {
+
+using nlohmann::json;
+
+std::string StateName(v1::SweepState s) {
+  std::string n = v1::SweepState_Name(s);
+  n = n.substr(n.find('_') + 1);
+  for (char& ch : n) ch = static_cast<char>(std::tolower(ch));
+  return n;
+}
+
+std::string StateName(v1::RunState s) {
+  std::string n = v1::RunState_Name(s);
+  n = n.substr(n.find('_') + 1);
+  for (char& ch : n) ch = static_cast<char>(std::tolower(ch));
+  return n;
+}
+
+template <class Enum>
+bool ParseState(const std::string& text, Enum* out, bool (*parse)(const std::string&, Enum*),
+                const std::string& prefix) {
+  std::string upper;
+  for (char ch : text) upper += static_cast<char>(std::toupper(ch));
+  return parse(prefix + upper, out);
+}
+
+std::string Progress(const v1::RunCounts& c) {
+  int done = c.succeeded() + c.failed() + c.cancelled();
+  return std::to_string(done) + "/" + std::to_string(c.total());
+}
+
+std::string Join(const google::protobuf::RepeatedPtrField<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// "logit_softcap 15→30, unet_skips true→false" from a variant's diff JSON.
+std::string DiffSummary(const std::string& diff_json) {
+  json d = json::parse(diff_json, nullptr, false);
+  if (!d.is_object() || d.empty()) return "-";
+  std::string out;
+  for (auto it = d.begin(); it != d.end(); ++it) {
+    if (!out.empty()) out += ", ";
+    out += it.key() + " " + it.value()["from"].dump() + "→" + it.value()["to"].dump();
+  }
+  return out;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string OptDouble(bool has, double v, int precision) {
+  return has ? FormatDouble(v, precision) : "-";
+}
+
+void PrintRuns(const google::protobuf::RepeatedPtrField<v1::Run>& runs) {
+  Table t({"RUN", "SWEEP", "VARIANT", "SEED", "STATE", "TRIES", "WORKER", "STEPS", "VAL_LOSS",
+           "TIME_TO_TARGET"});
+  for (const v1::Run& r : runs) {
+    const v1::RunSummary& s = r.summary();
+    t.AddRow({std::to_string(r.id()), std::to_string(r.sweep_id()), r.variant_name(),
+              std::to_string(r.seed()), StateName(r.state()), std::to_string(r.attempts_used()),
+              r.worker_id().empty() ? "-" : r.worker_id(), std::to_string(s.steps()),
+              OptDouble(s.has_final_val_loss(), s.final_val_loss(), 4),
+              s.has_time_to_target_ms() ? FormatDurationMs(s.time_to_target_ms())
+                                        : (s.has_final_val_loss() ? "not reached" : "-")});
+  }
+  t.Print(std::cout);
+}
+
+}  // namespace
+
+int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
+  std::string text;
+  if (path == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    text = ss.str();
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::cerr << "ablate: cannot read spec file " << path << "\n";
+      return kExitRejected;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  v1::SubmitSweepRequest req;
+  req.set_spec_yaml(text);
+  req.set_file_name(path == "-" ? "<stdin>" : path);
+  req.set_dry_run(dry_run);
+  v1::SubmitSweepResponse resp;
+  grpc::Status s = c.stub().SubmitSweep(c.Context().get(), req, &resp);
+  if (!s.ok()) return c.Fail(s, "spec " + path);
+  if (c.json()) {
+    std::cout << ToJson(resp) << "\n";
+    return kExitOk;
+  }
+  const v1::Sweep& sw = resp.sweep();
+  if (dry_run) {
+    std::cout << "dry run: sweep '" << sw.name() << "' is valid and expands to "
+              << sw.variants_size() << " variants × " << sw.seeds() << " seeds = "
+              << resp.runs_size() << " runs (nothing stored)\n";
+  } else {
+    std::cout << "submitted sweep " << sw.id() << " '" << sw.name() << "': " << sw.variants_size()
+              << " variants × " << sw.seeds() << " seeds = " << resp.runs_size() << " runs\n";
+  }
+  Table t({"VARIANT", "HASH", "DIFF VS BASELINE"});
+  for (const v1::Variant& v : sw.variants()) {
+    t.AddRow({v.name(), v.config_hash().substr(0, 12), DiffSummary(v.diff_json())});
+  }
+  t.Print(std::cout);
+  if (!dry_run) std::cout << "watch it with: ablate watch " << sw.id() << "\n";
+  return kExitOk;
+}
+
+int SweepsCommand(Client& c, const std::string& state, const std::string& tag, int limit) {
+  v1::ListSweepsRequest req;
+  if (!state.empty()) {
+    v1::SweepState st;
+    if (!ParseState<v1::SweepState>(state, &st, v1::SweepState_Parse, "SWEEP_")) {
+      std::cerr << "ablate: unknown sweep state '" << state
+                << "'; expected queued, running, succeeded, failed or cancelled\n";
+      return kExitUsage;
+    }
+    req.set_state(st);
+  }
+  req.set_tag(tag);
+  req.set_limit(limit);
+  v1::ListSweepsResponse resp;
+  grpc::Status s = c.stub().ListSweeps(c.Context().get(), req, &resp);
+  if (!s.ok()) return c.Fail(s, "listing sweeps");
+  if (c.json()) {
+    std::cout << ToJson(resp) << "\n";
+    return kExitOk;
+  }
+  if (resp.sweeps().empty()) {
+    std::cout << "no sweeps yet; submit one with: ablate submit SPEC.yaml\n";
+    return kExitOk;
+  }
+  Table t({"ID", "NAME", "STATE", "DONE", "RUNNING", "QUEUED", "FAILED", "PRESET", "SCALE",
+           "TAGS", "CREATED"});
+  for (const v1::Sweep& sw : resp.sweeps()) {
+    const v1::RunCounts& n = sw.counts();
+    t.AddRow({std::to_string(sw.id()), sw.name(), StateName(sw.state()), Progress(n),
+              std::to_string(n.running() + n.assigned()), std::to_string(n.queued()),
+              std::to_string(n.failed()), sw.baseline_preset().empty() ? "-" : sw.baseline_preset(),
+              sw.scale(), sw.tags().empty() ? "-" : Join(sw.tags()),
+              FormatTimestampMs(sw.created_ms())});
+  }
+  t.Print(std::cout);
+  return kExitOk;
+}
+
+int SweepCommand(Client& c, int64_t id) {
+  v1::GetSweepRequest req;
+  req.set_id(id);
+  v1::Sweep sw;
+  grpc::Status s = c.stub().GetSweep(c.Context().get(), req, &sw);
+  if (!s.ok()) return c.Fail(s, "sweep " + std::to_string(id));
+  if (c.json()) {
+    std::cout << ToJson(sw) << "\n";
+    return kExitOk;
+  }
+  const v1::RunCounts& n = sw.counts();
+  std::cout << "sweep " << sw.id() << " '" << sw.name() << "'  " << StateName(sw.state()) << "\n"
+            << "  baseline: " << (sw.baseline_preset().empty() ? "(defaults)" : sw.baseline_preset())
+            << " at scale " << sw.scale() << ", dataset " << sw.dataset() << "\n"
+            << "  target val loss " << sw.target_val_loss() << ", " << sw.seeds()
+            << " seeds per variant, " << sw.gpus_per_run() << " GPUs per run (0 = CPU)\n"
+            << "  priority " << sw.priority() << ", max concurrent "
+            << (sw.max_concurrent() ? std::to_string(sw.max_concurrent()) : "unlimited")
+            << ", max attempts " << sw.max_attempts() << ", tags "
+            << (sw.tags().empty() ? "-" : Join(sw.tags())) << "\n"
+            << "  runs: " << n.total() << " total, " << n.queued() << " queued, "
+            << n.assigned() + n.running() << " running, " << n.succeeded() << " succeeded, "
+            << n.failed() << " failed, " << n.cancelled() << " cancelled\n"
+            << "  created " << FormatTimestampMs(sw.created_ms()) << ", finished "
+            << FormatTimestampMs(sw.finished_ms()) << "\n\n";
+  Table t({"#", "VARIANT", "HASH", "DIFF VS BASELINE"});
+  for (const v1::Variant& v : sw.variants()) {
+    t.AddRow({std::to_string(v.index()), v.name(), v.config_hash().substr(0, 12),
+              DiffSummary(v.diff_json())});
+  }
+  t.Print(std::cout);
+  return kExitOk;
+}
+
+int RunsCommand(Client& c, int64_t sweep_id, const std::string& state) {
+  v1::ListRunsRequest req;
+  req.set_sweep_id(sweep_id);
+  if (!state.empty()) {
+    v1::RunState st;
+    if (!ParseState<v1::RunState>(state, &st, v1::RunState_Parse, "RUN_")) {
+      std::cerr << "ablate: unknown run state '" << state
+                << "'; expected queued, assigned, running, succeeded, failed or cancelled\n";
+      return kExitUsage;
+    }
+    req.set_state(st);
+  }
+  v1::ListRunsResponse resp;
+  grpc::Status s = c.stub().ListRuns(c.Context().get(), req, &resp);
+  if (!s.ok()) return c.Fail(s, "listing runs");
+  if (c.json()) {
+    std::cout << ToJson(resp) << "\n";
+    return kExitOk;
+  }
+  if (resp.runs().empty()) {
+    std::cout << "no runs match\n";
+    return kExitOk;
+  }
+  PrintRuns(resp.runs());
+  return kExitOk;
+}
+
+int RunCommand(Client& c, int64_t id) {
+  v1::GetRunRequest req;
+  req.set_id(id);
+  v1::Run r;
+  grpc::Status s = c.stub().GetRun(c.Context().get(), req, &r);
+  if (!s.ok()) return c.Fail(s, "run " + std::to_string(id));
+  if (c.json()) {
+    std::cout << ToJson(r) << "\n";
+    return kExitOk;
+  }
+  const v1::RunSummary& sum = r.summary();
+  std::cout << "run " << r.id() << " of sweep " << r.sweep_id() << ": variant '"
+            << r.variant_name() << "', seed " << r.seed() << ", " << StateName(r.state()) << "\n"
+            << "  steps " << sum.steps() << ", final val loss "
+            << OptDouble(sum.has_final_val_loss(), sum.final_val_loss(), 4)
+            << ", time to target "
+            << (sum.has_time_to_target_ms() ? FormatDurationMs(sum.time_to_target_ms()) : "-")
+            << ", mean step " << OptDouble(sum.has_mean_step_ms(), sum.mean_step_ms(), 1)
+            << " ms\n";
+  if (!r.error().empty()) std::cout << "  error: " << r.error() << "\n";
+  if (!r.attempts().empty()) {
+    std::cout << "\n";
+    Table t({"ATTEMPT", "WORKER", "STATE", "EXIT", "STARTED", "FINISHED", "ERROR"});
+    for (const v1::Attempt& a : r.attempts()) {
+      t.AddRow({std::to_string(a.number()), a.worker_id(), a.state(),
+                std::to_string(a.exit_code()), FormatTimestampMs(a.started_ms()),
+                FormatTimestampMs(a.finished_ms()), a.error().empty() ? "-" : a.error()});
+    }
+    t.Print(std::cout);
+  }
+  std::cout << "\nconfig: " << r.config_json() << "\n";
+  return kExitOk;
+}
+
+std::atomic<bool> g_interrupted{false};
+
+int WatchCommand(Client& c, int64_t id) {
+  g_interrupted = false;
+  auto ctx = c.Context(/*streaming=*/true);
+  grpc::ClientContext* raw = ctx.get();
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_interrupted = true; };
+  sigaction(SIGINT, &sa, nullptr);
+  std::atomic<bool> done{false};
+  std::thread canceller([&] {
+    while (!done) {
+      if (g_interrupted) {
+        raw->TryCancel();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  v1::WatchSweepRequest req;
+  req.set_id(id);
+  auto reader = c.stub().WatchSweep(raw, req);
+  v1::SweepUpdate u;
+  v1::SweepState last = v1::SWEEP_STATE_UNSPECIFIED;
+  while (reader->Read(&u)) {
+    last = u.sweep().state();
+    if (c.json()) {
+      std::cout << ToJson(u) << std::endl;
+      continue;
+    }
+    const v1::RunCounts& n = u.sweep().counts();
+    std::cout << "[" << FormatTimestampMs(NowMs()) << "] sweep " << id << " " << StateName(last) << ": " << Progress(n) << " done, "
+              << n.running() + n.assigned() << " running, " << n.queued() << " queued, "
+              << n.failed() << " failed\n";
+    for (const v1::Run& r : u.runs()) {
+      std::cout << "  run " << r.id() << " " << r.variant_name() << " seed " << r.seed() << ": "
+                << StateName(r.state());
+      if (r.summary().has_final_val_loss()) {
+        std::cout << ", val loss " << FormatDouble(r.summary().final_val_loss(), 4);
+      }
+      std::cout << "\n";
+    }
+    std::cout.flush();
+  }
+  grpc::Status s = reader->Finish();
+  done = true;
+  canceller.join();
+  signal(SIGINT, SIG_DFL);
+  if (g_interrupted) {
+    std::cerr << "ablate: stopped watching (the sweep goes on)\n";
+    return kExitInterrupted;
+  }
+  if (!s.ok()) return c.Fail(s, "watching sweep " + std::to_string(id));
+  return last == v1::SWEEP_SUCCEEDED ? kExitOk : kExitFailure;
+}
+
+int CancelCommand(Client& c, int64_t id) {
+  v1::CancelSweepRequest req;
+  req.set_id(id);
+  v1::Sweep sw;
+  grpc::Status s = c.stub().CancelSweep(c.Context().get(), req, &sw);
+  if (!s.ok()) return c.Fail(s, "cancel of sweep " + std::to_string(id));
+  if (c.json()) {
+    std::cout << ToJson(sw) << "\n";
+    return kExitOk;
+  }
+  std::cout << "cancelled sweep " << sw.id() << " '" << sw.name() << "': "
+            << sw.counts().cancelled() << " runs cancelled, " << sw.counts().succeeded()
+            << " had already succeeded\n";
+  return kExitOk;
+}
+
+int WorkersCommand(Client& c) {
+  v1::ListWorkersRequest req;
+  v1::ListWorkersResponse resp;
+  grpc::Status s = c.stub().ListWorkers(c.Context().get(), req, &resp);
+  if (!s.ok()) return c.Fail(s, "listing workers");
+  if (c.json()) {
+    std::cout << ToJson(resp) << "\n";
+    return kExitOk;
+  }
+  if (resp.workers().empty()) {
+    std::cout << "no workers registered; start one with: ablate-worker --coordinator "
+              << c.server() << "\n";
+    return kExitOk;
+  }
+  int64_t now = NowMs();
+  Table t({"WORKER", "HOST", "GPUS", "CPU_SLOTS", "STATE", "HEARTBEAT", "RUNS", "DATASETS"});
+  for (const v1::Worker& w : resp.workers()) {
+    std::string gpus = std::to_string(w.gpus_size());
+    if (!w.gpus().empty()) gpus += "× " + w.gpus(0).model();
+    std::string runs;
+    for (int64_t r : w.run_ids()) runs += (runs.empty() ? "" : ",") + std::to_string(r);
+    t.AddRow({w.id(), w.host(), gpus, std::to_string(w.cpu_slots()),
+              w.connected() ? "connected" : "gone",
+              FormatAgeMs(w.last_heartbeat_ms() ? now - w.last_heartbeat_ms() : -1),
+              runs.empty() ? "-" : runs, w.datasets().empty() ? "-" : Join(w.datasets())});
+  }
+  t.Print(std::cout);
+  return kExitOk;
+}
+
+int PresetsCommand(bool as_json, const std::string& name, const std::string& scale_name) {
+  Result<Scale> scale = ParseScale(scale_name);
+  if (!scale.ok()) {
+    std::cerr << "ablate: " << scale.error().message << "\n";
+    return kExitUsage;
+  }
+  if (!name.empty()) {
+    Result<json> config = PresetConfig(name, *scale);
+    if (!config.ok()) {
+      std::cerr << "ablate: " << config.error().message << "\n";
+      return kExitNotFound;
+    }
+    std::cout << (as_json ? config->dump() : config->dump(2)) << "\n";
+    return kExitOk;
+  }
+  json all = json::array();
+  Table t({"PRESET", "RECORD", "DATASET", "WHAT IT ADDS"});
+  for (const Preset& p : AllPresets()) {
+    all.push_back({{"name", p.name}, {"record", p.record}, {"doc", p.doc},
+                   {"dataset", p.dataset}, {"config", *PresetConfig(p.name, *scale)}});
+    t.AddRow({std::string(p.name), std::string(p.record), std::string(p.dataset),
+              std::string(p.doc)});
+  }
+  if (as_json) {
+    std::cout << all.dump() << "\n";
+  } else {
+    t.Print(std::cout);
+    std::cout << "\nscales: full, small, tiny. Show one: ablate presets r20-sub3min --scale tiny\n";
+  }
+  return kExitOk;
+}
+
+int KnobsCommand(bool as_json) {
+  json all = json::array();
+  Table t({"KNOB", "TYPE", "DEFAULT", "RANGE", "MEANING"});
+  for (const KnobSpec& k : AllKnobs()) {
+    std::string range;
+    if (k.type == KnobType::kChoice) {
+      for (std::string_view ch : k.choices) range += (range.empty() ? "" : "|") + std::string(ch);
+    } else if (k.type != KnobType::kBool) {
+      range = "[" + json(k.min).dump() + ", " + json(k.max).dump() + "]";
+    }
+    all.push_back({{"name", k.name}, {"type", KnobTypeName(k.type)},
+                   {"default", k.default_value}, {"doc", k.doc}});
+    t.AddRow({std::string(k.name), std::string(KnobTypeName(k.type)), k.default_value.dump(),
+              range.empty() ? "-" : range, std::string(k.doc)});
+  }
+  if (as_json) {
+    std::cout << all.dump() << "\n";
+  } else {
+    t.Print(std::cout);
+  }
+  return kExitOk;
+}
+
+}  // namespace ablate

@@ -1,0 +1,29 @@
+// The `ablate` commands. Each prints a table for people (or JSON with --json) and returns an
+// exit code from client.h.
+#ifndef ABLATE_CLI_COMMANDS_H_
+#define ABLATE_CLI_COMMANDS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "cli/client.h"
+
+namespace ablate {
+
+int SubmitCommand(Client& c, const std::string& spec_path, bool dry_run);
+int SweepsCommand(Client& c, const std::string& state, const std::string& tag, int limit);
+int SweepCommand(Client& c, int64_t id);
+int RunsCommand(Client& c, int64_t sweep_id, const std::string& state);
+int RunCommand(Client& c, int64_t id);
+// Streams until the sweep finishes (0 if it succeeded, 1 otherwise) or SIGINT (130).
+int WatchCommand(Client& c, int64_t id);
+int CancelCommand(Client& c, int64_t id);
+int WorkersCommand(Client& c);
+
+// Local: the presets and knobs compiled into this binary (no server needed).
+int PresetsCommand(bool json, const std::string& name, const std::string& scale);
+int KnobsCommand(bool json);
+
+}  // namespace ablate
+
+#endif  // ABLATE_CLI_COMMANDS_H_

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# ablate's developer entry point: installs what is missing (Debian 12), builds, and runs the demo
+# or the tests. Idempotent and quick when everything is already present.
+#   ./dev.sh demo    install, build, run the demo sweep on a local coordinator
+#   ./dev.sh test    install, build, run every test (what CI runs)
+#   ./dev.sh build   install and build only
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+BUILD=${ABLATE_BUILD_DIR:-$ROOT/build}
+JOBS=${ABLATE_JOBS:-$(nproc)}
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libsqlite3-dev sqlite3 libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  libopenblas-dev libboost-dev libgtest-dev
+  python3 python3-torch python3-numpy python3-scipy
+  fortunes-min
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "dev.sh: installing ${missing[*]}" >&2
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+build() {
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD" -j "$JOBS"
+}
+
+run_tests() {
+  ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" "$@"
+}
+
+demo() {
+  "$ROOT/scripts/demo.sh" "$BUILD"
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  demo) install_deps; build; demo "$@" ;;
+  test) install_deps; build; run_tests "$@" ;;
+  build) install_deps; build ;;
+  deps) install_deps ;;
+  *) echo "usage: ./dev.sh demo|test|build|deps" >&2; exit 2 ;;
+esac

@@ -1,0 +1,171 @@
+// ablate-coordinator: the gRPC coordinator. Opens (or creates) the SQLite store under --data-dir,
+// serves the client and worker APIs plus gRPC health and reflection, and shuts down gracefully on
+// SIGTERM or SIGINT.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "server/core/change_feed.h"
+#include "server/rpc/ablate_service.h"
+#include "server/rpc/token_auth.h"
+#include "server/store/store.h"
+
+namespace ablate {
+namespace {
+
+struct Flags {
+  std::string listen = "127.0.0.1:7070";
+  std::string data_dir;
+  std::string client_token_file;
+  std::string worker_token_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string port_file;
+};
+
+std::string DefaultDataDir() {
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
+    return std::string(xdg) + "/ablate";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.local/share/ablate";
+}
+
+// Reads a token file, trimming surrounding whitespace. An empty file is an error: it would
+// silently disable authentication.
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read token file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  t.erase(0, t.find_first_not_of(" \t\r\n"));
+  t.erase(t.find_last_not_of(" \t\r\n") + 1);
+  if (t.empty()) return absl::InvalidArgumentError("token file " + path + " is empty");
+  return t;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Flags& f) {
+  if (f.tls_cert.empty() != f.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
+  }
+  if (f.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  absl::StatusOr<std::string> cert = ReadToken(f.tls_cert);
+  absl::StatusOr<std::string> key = ReadToken(f.tls_key);
+  if (!cert.ok()) return cert.status();
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions opts;
+  opts.pem_key_cert_pairs.push_back({*key + "\n", *cert + "\n"});
+  return grpc::SslServerCredentials(opts);
+}
+
+// Blocks SIGTERM/SIGINT in every thread (call before starting any) and returns a thread that
+// waits for one and then runs `on_signal`.
+std::thread SignalWaiter(std::function<void(int)> on_signal) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return std::thread([set, on_signal] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    on_signal(sig);
+  });
+}
+
+int Serve(const Flags& f) {
+  absl::StatusOr<std::string> client_token = ReadToken(f.client_token_file);
+  absl::StatusOr<std::string> worker_token = ReadToken(f.worker_token_file);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(f);
+  for (const absl::Status& s : {client_token.status(), worker_token.status(), creds.status()}) {
+    if (!s.ok()) {
+      std::cerr << "ablate-coordinator: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  std::string dir = f.data_dir.empty() ? DefaultDataDir() : f.data_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    std::cerr << "ablate-coordinator: cannot create data dir " << dir << ": " << ec.message()
+              << "\n";
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir + "/ablate.db", StoreOptions{});
+  if (!store.ok()) {
+    std::cerr << "ablate-coordinator: " << store.status().message() << "\n";
+    return 1;
+  }
+  ChangeFeed feed;
+  TokenAuth auth(*client_token, *worker_token);
+  AblateServiceImpl client_service(store->get(), &feed, &auth);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(f.listen, *creds, &port);
+  builder.RegisterService(&client_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    std::cerr << "ablate-coordinator: cannot listen on " << f.listen << "\n";
+    return 1;
+  }
+  std::string host = f.listen.substr(0, f.listen.rfind(':'));
+  std::cout << "ablate-coordinator listening on " << host << ":" << port << " (data "
+            << dir << "/ablate.db, schema v" << (*store)->SchemaVersion() << ")" << std::endl;
+  if (!f.port_file.empty()) {
+    std::ofstream(f.port_file + ".tmp") << port << "\n";
+    std::filesystem::rename(f.port_file + ".tmp", f.port_file, ec);
+  }
+  std::thread waiter = SignalWaiter([&](int sig) {
+    std::cerr << "ablate-coordinator: signal " << sig << ", shutting down" << std::endl;
+    feed.Close();
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  });
+  server->Wait();
+  waiter.join();
+  std::cerr << "ablate-coordinator: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace ablate
+
+int main(int argc, char** argv) {
+  ablate::Flags f;
+  CLI::App app{
+      "ablate-coordinator: stores sweeps in SQLite and hands their runs to ablate-worker "
+      "daemons.\nExample: ablate-coordinator --listen 0.0.0.0:7070 --data-dir /srv/ablate "
+      "--client-token-file client.token --worker-token-file worker.token"};
+  app.add_option("--listen", f.listen, "HOST:PORT for gRPC; port 0 picks a free one")
+      ->capture_default_str();
+  app.add_option("--data-dir", f.data_dir,
+                 "directory of ablate.db (default $XDG_DATA_HOME/ablate or "
+                 "~/.local/share/ablate)");
+  app.add_option("--client-token-file", f.client_token_file,
+                 "file holding the token clients must present (default: none required)");
+  app.add_option("--worker-token-file", f.worker_token_file,
+                 "file holding the token workers must present (default: none required)");
+  app.add_option("--tls-cert", f.tls_cert, "PEM certificate: serve TLS (needs --tls-key)");
+  app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert");
+  app.add_option("--port-file", f.port_file, "write the bound port here once listening");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return ablate::Serve(f);
+}

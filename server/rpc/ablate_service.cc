@@ -1,0 +1,284 @@
+// Client service handlers. Each checks the token, calls the core and translates the result.
+#include "server/rpc/ablate_service.h"
+
+#include <chrono>
+#include <map>
+
+#include "server/rpc/convert.h"
+#include "server/sweep/sweep_spec.h"
+#include "trainer/config/knob_schema.h"
+#include "trainer/config/presets.h"
+
+namespace ablate {
+namespace {
+
+constexpr int kDefaultPage = 100;
+constexpr int kMaxPage = 10000;
+constexpr auto kWatchTick = std::chrono::milliseconds(1000);
+
+int PageSize(int requested, int fallback) {
+  if (requested <= 0) return fallback;
+  return requested > kMaxPage ? kMaxPage : requested;
+}
+
+bool SweepFinished(SweepState s) {
+  return s == SweepState::kSucceeded || s == SweepState::kFailed || s == SweepState::kCancelled;
+}
+
+// What a watcher has already been told about a run; a change in any of it is news.
+struct RunFingerprint {
+  RunState state;
+  int64_t steps;
+  int attempts_used;
+  bool operator==(const RunFingerprint&) const = default;
+};
+
+RunFingerprint Fingerprint(const Run& r) {
+  return {r.state, r.summary.steps, r.attempts_used};
+}
+
+}  // namespace
+
+AblateServiceImpl::AblateServiceImpl(Store* store, ChangeFeed* feed, const TokenAuth* auth,
+                                     CancelHook on_cancel)
+    : store_(store), feed_(feed), auth_(auth), on_cancel_(std::move(on_cancel)) {}
+
+absl::Status AblateServiceImpl::FillSweep(int64_t id, bool full, v1::Sweep* out) {
+  absl::StatusOr<Sweep> sweep = store_->GetSweep(id);
+  if (!sweep.ok()) return sweep.status();
+  ToProto(*sweep, out);
+  absl::StatusOr<std::map<RunState, int>> counts = store_->CountRunsByState(id);
+  if (!counts.ok()) return counts.status();
+  ToProto(*counts, out->mutable_counts());
+  if (full) {
+    out->set_spec_yaml(sweep->spec_yaml);
+    absl::StatusOr<std::vector<Variant>> variants = store_->ListVariants(id);
+    if (!variants.ok()) return variants.status();
+    for (const Variant& v : *variants) ToProto(v, out->add_variants());
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
+                                            const v1::SubmitSweepRequest* req,
+                                            v1::SubmitSweepResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  std::string file = req->file_name().empty() ? "<spec>" : req->file_name();
+  absl::StatusOr<ExpandedSweep> expanded = ParseSweepSpec(req->spec_yaml(), file);
+  if (!expanded.ok()) return ToGrpc(expanded.status());
+  if (req->dry_run()) {
+    ToProto(expanded->sweep, resp->mutable_sweep());
+    for (const Variant& v : expanded->variants) ToProto(v, resp->mutable_sweep()->add_variants());
+    for (const Run& r : expanded->runs) ToProto(r, resp->add_runs());
+    resp->mutable_sweep()->mutable_counts()->set_total(expanded->runs.size());
+    resp->mutable_sweep()->mutable_counts()->set_queued(expanded->runs.size());
+    return grpc::Status::OK;
+  }
+  absl::StatusOr<int64_t> id =
+      store_->CreateSweep(expanded->sweep, expanded->variants, expanded->runs);
+  if (!id.ok()) return ToGrpc(id.status());
+  feed_->Notify();
+  if (absl::Status s = FillSweep(*id, /*full=*/true, resp->mutable_sweep()); !s.ok()) {
+    return ToGrpc(s);
+  }
+  RunFilter filter;
+  filter.sweep_id = *id;
+  filter.limit = kMaxPage * 10;
+  absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
+  if (!runs.ok()) return ToGrpc(runs.status());
+  for (const Run& r : *runs) ToProto(r, resp->add_runs());
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::ListSweeps(grpc::ServerContext* ctx,
+                                           const v1::ListSweepsRequest* req,
+                                           v1::ListSweepsResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  SweepFilter filter;
+  filter.state = FromProto(req->state());
+  if (!req->tag().empty()) filter.tag = req->tag();
+  filter.limit = PageSize(req->limit(), kDefaultPage);
+  filter.offset = req->offset() < 0 ? 0 : req->offset();
+  absl::StatusOr<std::vector<Sweep>> sweeps = store_->ListSweeps(filter);
+  if (!sweeps.ok()) return ToGrpc(sweeps.status());
+  for (const Sweep& sw : *sweeps) {
+    v1::Sweep* out = resp->add_sweeps();
+    ToProto(sw, out);
+    absl::StatusOr<std::map<RunState, int>> counts = store_->CountRunsByState(sw.id);
+    if (!counts.ok()) return ToGrpc(counts.status());
+    ToProto(*counts, out->mutable_counts());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::GetSweep(grpc::ServerContext* ctx,
+                                         const v1::GetSweepRequest* req, v1::Sweep* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  return ToGrpc(FillSweep(req->id(), /*full=*/true, resp));
+}
+
+grpc::Status AblateServiceImpl::CancelSweep(grpc::ServerContext* ctx,
+                                            const v1::CancelSweepRequest* req, v1::Sweep* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> active = store_->CancelSweep(req->id());
+  if (!active.ok()) return ToGrpc(active.status());
+  if (on_cancel_ && !active->empty()) on_cancel_(*active);
+  feed_->Notify();
+  return ToGrpc(FillSweep(req->id(), /*full=*/false, resp));
+}
+
+grpc::Status AblateServiceImpl::ListRuns(grpc::ServerContext* ctx, const v1::ListRunsRequest* req,
+                                         v1::ListRunsResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  RunFilter filter;
+  if (req->sweep_id() != 0) {
+    filter.sweep_id = req->sweep_id();
+    if (absl::StatusOr<Sweep> sw = store_->GetSweep(req->sweep_id()); !sw.ok()) {
+      return ToGrpc(sw.status());
+    }
+  }
+  filter.state = FromProto(req->state());
+  filter.limit = PageSize(req->limit(), kMaxPage);
+  filter.offset = req->offset() < 0 ? 0 : req->offset();
+  absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
+  if (!runs.ok()) return ToGrpc(runs.status());
+  for (const Run& r : *runs) ToProto(r, resp->add_runs());
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::GetRun(grpc::ServerContext* ctx, const v1::GetRunRequest* req,
+                                       v1::Run* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  absl::StatusOr<Run> run = store_->GetRun(req->id());
+  if (!run.ok()) return ToGrpc(run.status());
+  ToProto(*run, resp);
+  absl::StatusOr<std::vector<Attempt>> attempts = store_->ListAttempts(run->id);
+  if (!attempts.ok()) return ToGrpc(attempts.status());
+  for (const Attempt& a : *attempts) ToProto(a, resp->add_attempts());
+  absl::StatusOr<std::vector<Variant>> variants = store_->ListVariants(run->sweep_id);
+  if (!variants.ok()) return ToGrpc(variants.status());
+  for (const Variant& v : *variants) {
+    if (v.id != run->variant_id) continue;
+    nlohmann::json config = nlohmann::json::parse(v.config_json, nullptr, false);
+    if (config.is_object()) config["seed"] = run->seed;
+    resp->set_config_json(CanonicalJson(config));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::WatchSweep(grpc::ServerContext* ctx,
+                                           const v1::WatchSweepRequest* req,
+                                           grpc::ServerWriter<v1::SweepUpdate>* writer) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  std::map<int64_t, RunFingerprint> told;
+  int64_t last_event = 0;
+  uint64_t version = feed_->version();
+  while (!ctx->IsCancelled()) {
+    v1::SweepUpdate update;
+    if (absl::Status s = FillSweep(req->id(), false, update.mutable_sweep()); !s.ok()) {
+      return ToGrpc(s);
+    }
+    RunFilter filter;
+    filter.sweep_id = req->id();
+    filter.limit = kMaxPage * 10;
+    absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
+    if (!runs.ok()) return ToGrpc(runs.status());
+    for (const Run& r : *runs) {
+      auto [it, fresh] = told.try_emplace(r.id, Fingerprint(r));
+      if (fresh || !(it->second == Fingerprint(r))) {
+        it->second = Fingerprint(r);
+        ToProto(r, update.add_runs());
+      }
+    }
+    absl::StatusOr<std::vector<Event>> events = store_->ListEvents(req->id(), 0, last_event, 1000);
+    if (!events.ok()) return ToGrpc(events.status());
+    for (const Event& e : *events) {
+      ToProto(e, update.add_events());
+      last_event = e.id;
+    }
+    bool first = version == feed_->version() && told.size() == runs->size();
+    if ((first || update.runs_size() > 0 || update.events_size() > 0) && !writer->Write(update)) {
+      return grpc::Status::OK;  // the client went away
+    }
+    if (SweepFinished(FromProto(update.sweep().state()).value_or(SweepState::kQueued))) break;
+    if (feed_->closed()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
+    version = feed_->WaitPast(version, kWatchTick);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::WatchRun(grpc::ServerContext* ctx, const v1::WatchRunRequest* req,
+                                         grpc::ServerWriter<v1::RunUpdate>* writer) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  int64_t last_step = -1;
+  std::optional<RunFingerprint> told;
+  uint64_t version = feed_->version();
+  while (!ctx->IsCancelled()) {
+    absl::StatusOr<Run> run = store_->GetRun(req->id());
+    if (!run.ok()) return ToGrpc(run.status());
+    absl::StatusOr<std::vector<MetricPoint>> points = store_->GetMetricsSince(run->id, last_step);
+    if (!points.ok()) return ToGrpc(points.status());
+    if (!told || !(*told == Fingerprint(*run)) || !points->empty()) {
+      v1::RunUpdate update;
+      ToProto(*run, update.mutable_run());
+      for (const MetricPoint& p : *points) {
+        ToProto(p, update.add_points());
+        last_step = p.step;
+      }
+      told = Fingerprint(*run);
+      if (!writer->Write(update)) return grpc::Status::OK;
+    }
+    if (IsTerminal(run->state)) break;
+    if (feed_->closed()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
+    version = feed_->WaitPast(version, kWatchTick);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::GetMetrics(grpc::ServerContext* ctx,
+                                           const v1::GetMetricsRequest* req,
+                                           v1::GetMetricsResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  if (req->max_points() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_points must be >= 0");
+  }
+  absl::StatusOr<Run> run = store_->GetRun(req->run_id());
+  if (!run.ok()) return ToGrpc(run.status());
+  int max_points = req->max_points() == 0 ? 2000 : req->max_points();
+  absl::StatusOr<MetricSeries> series = store_->GetMetrics(req->run_id(), max_points);
+  if (!series.ok()) return ToGrpc(series.status());
+  for (const MetricPoint& p : series->points) ToProto(p, resp->add_points());
+  resp->set_total_points(series->total_points);
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::ListWorkers(grpc::ServerContext* ctx,
+                                            const v1::ListWorkersRequest*,
+                                            v1::ListWorkersResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  absl::StatusOr<std::vector<Worker>> workers = store_->ListWorkers();
+  if (!workers.ok()) return ToGrpc(workers.status());
+  for (const Worker& w : *workers) ToProto(w, resp->add_workers());
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::ListPresets(grpc::ServerContext* ctx,
+                                            const v1::ListPresetsRequest*,
+                                            v1::ListPresetsResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  for (const Preset& p : AllPresets()) {
+    v1::Preset* out = resp->add_presets();
+    out->set_name(std::string(p.name));
+    out->set_record(std::string(p.record));
+    out->set_doc(std::string(p.doc));
+    out->set_dataset(std::string(p.dataset));
+    Result<nlohmann::json> config = PresetConfig(p.name, Scale::kFull);
+    if (config.ok()) out->set_config_json(CanonicalJson(*config));
+  }
+  for (Scale s : {Scale::kFull, Scale::kSmall, Scale::kTiny}) {
+    resp->add_scales(std::string(ScaleName(s)));
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace ablate

@@ -1,0 +1,61 @@
+// The client-facing gRPC service (ablate.v1.AblateService): thin handlers that check the client
+// token, translate requests to store and sweep-spec calls, and translate results back.
+// Thread-safe: gRPC calls handlers from many threads; all shared state lives in the Store
+// (thread-safe) and the ChangeFeed.
+#ifndef ABLATE_SERVER_RPC_ABLATE_SERVICE_H_
+#define ABLATE_SERVER_RPC_ABLATE_SERVICE_H_
+
+#include <functional>
+
+#include "ablate/v1/client.grpc.pb.h"
+#include "server/core/change_feed.h"
+#include "server/rpc/token_auth.h"
+#include "server/store/store.h"
+
+namespace ablate {
+
+// Called with the run ids a cancel made inactive, so the scheduler can stop their trainers.
+using CancelHook = std::function<void(const std::vector<int64_t>& run_ids)>;
+
+class AblateServiceImpl final : public v1::AblateService::Service {
+ public:
+  // `store`, `feed` and `auth` must outlive the service.
+  AblateServiceImpl(Store* store, ChangeFeed* feed, const TokenAuth* auth,
+                    CancelHook on_cancel = nullptr);
+
+  grpc::Status SubmitSweep(grpc::ServerContext* ctx, const v1::SubmitSweepRequest* req,
+                           v1::SubmitSweepResponse* resp) override;
+  grpc::Status ListSweeps(grpc::ServerContext* ctx, const v1::ListSweepsRequest* req,
+                          v1::ListSweepsResponse* resp) override;
+  grpc::Status GetSweep(grpc::ServerContext* ctx, const v1::GetSweepRequest* req,
+                        v1::Sweep* resp) override;
+  grpc::Status CancelSweep(grpc::ServerContext* ctx, const v1::CancelSweepRequest* req,
+                           v1::Sweep* resp) override;
+  grpc::Status ListRuns(grpc::ServerContext* ctx, const v1::ListRunsRequest* req,
+                        v1::ListRunsResponse* resp) override;
+  grpc::Status GetRun(grpc::ServerContext* ctx, const v1::GetRunRequest* req,
+                      v1::Run* resp) override;
+  grpc::Status WatchSweep(grpc::ServerContext* ctx, const v1::WatchSweepRequest* req,
+                          grpc::ServerWriter<v1::SweepUpdate>* writer) override;
+  grpc::Status WatchRun(grpc::ServerContext* ctx, const v1::WatchRunRequest* req,
+                        grpc::ServerWriter<v1::RunUpdate>* writer) override;
+  grpc::Status GetMetrics(grpc::ServerContext* ctx, const v1::GetMetricsRequest* req,
+                          v1::GetMetricsResponse* resp) override;
+  grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
+                           v1::ListWorkersResponse* resp) override;
+  grpc::Status ListPresets(grpc::ServerContext* ctx, const v1::ListPresetsRequest* req,
+                           v1::ListPresetsResponse* resp) override;
+
+ private:
+  // Fills `out` with the sweep and its run counts; with `full`, also variants and spec text.
+  absl::Status FillSweep(int64_t id, bool full, v1::Sweep* out);
+
+  Store* const store_;
+  ChangeFeed* const feed_;
+  const TokenAuth* const auth_;
+  const CancelHook on_cancel_;
+};
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_RPC_ABLATE_SERVICE_H_

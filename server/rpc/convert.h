@@ -1,0 +1,40 @@
+// Translation between the coordinator's domain types (server/core/model.h) and the ablate.v1
+// protobuf messages, and between absl::Status and grpc::Status. The only place that knows both.
+#ifndef ABLATE_SERVER_RPC_CONVERT_H_
+#define ABLATE_SERVER_RPC_CONVERT_H_
+
+#include <grpcpp/support/status.h>
+
+#include <map>
+
+#include "ablate/v1/types.pb.h"
+#include "absl/status/status.h"
+#include "server/core/model.h"
+
+namespace ablate {
+
+grpc::Status ToGrpc(const absl::Status& s);
+
+v1::SweepState ToProto(SweepState s);
+v1::RunState ToProto(RunState s);
+// UNSPECIFIED maps to nullopt (no filter).
+std::optional<SweepState> FromProto(v1::SweepState s);
+std::optional<RunState> FromProto(v1::RunState s);
+
+void ToProto(const Sweep& in, v1::Sweep* out);
+void ToProto(const std::map<RunState, int>& counts, v1::RunCounts* out);
+void ToProto(const Variant& in, v1::Variant* out);
+void ToProto(const Run& in, v1::Run* out);
+void ToProto(const RunSummary& in, v1::RunSummary* out);
+void ToProto(const Attempt& in, v1::Attempt* out);
+void ToProto(const Worker& in, v1::Worker* out);
+void ToProto(const MetricPoint& in, v1::MetricPoint* out);
+void ToProto(const Event& in, v1::Event* out);
+
+RunSummary FromProto(const v1::RunSummary& in);
+MetricPoint FromProto(const v1::MetricPoint& in);
+GpuInfo FromProto(const v1::Gpu& in);
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_RPC_CONVERT_H_
