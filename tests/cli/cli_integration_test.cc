@@ -1,0 +1,259 @@
+// End to end over real processes: ablate-coordinator on an OS-chosen loopback port with a SQLite
+// file, driven by the real `ablate` binary. Covers submit, list, show, cancel, watch, tokens,
+// exit codes, and a SIGKILL + restart that must keep every sweep.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/util/subprocess.h"
+
+namespace ablate::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kSpec = R"(name: itest
+baseline: {preset: r9-shortcuts, scale: tiny}
+seeds: 2
+gpus_per_run: 0
+tags: [integration]
+ablations:
+  - {name: softcap-15, set: {logit_softcap: 15}}
+  - {name: no-shortcut, set: {embed_shortcut: false}}
+)";
+
+constexpr const char* kBadSpec = R"(name: bad
+baseline: {preset: r9-shortcuts, scale: tiny}
+seeds: 2
+ablations:
+  - {name: softcap-15, set: {logit_softcapp: 15}}
+)";
+
+class Coordinator {
+ public:
+  Coordinator(const std::string& data_dir, const std::string& log_dir,
+              std::vector<std::string> extra = {}) {
+    std::filesystem::remove(data_dir + "/port");
+    std::vector<std::string> argv = {ABLATE_COORDINATOR_BIN, "--listen",  "127.0.0.1:0",
+                                     "--data-dir",           data_dir,    "--port-file",
+                                     data_dir + "/port"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proc_ = std::make_unique<Subprocess>(argv, log_dir);
+    for (int i = 0; i < 300 && !std::filesystem::exists(data_dir + "/port"); ++i) {
+      std::this_thread::sleep_for(20ms);
+    }
+    std::string port = ReadFile(data_dir + "/port");
+    address_ = "127.0.0.1:" + port.substr(0, port.find('\n'));
+  }
+  const std::string& address() const { return address_; }
+  Subprocess& proc() { return *proc_; }
+
+ private:
+  std::unique_ptr<Subprocess> proc_;
+  std::string address_;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    coordinator_ = std::make_unique<Coordinator>(data_.path(), logs_.path());
+    ASSERT_NE(coordinator_->address(), "127.0.0.1:") << coordinator_->proc().Stderr();
+    WriteFile(data_.path() + "/spec.yaml", kSpec);
+    WriteFile(data_.path() + "/bad.yaml", kBadSpec);
+  }
+
+  ProcessResult Cli(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> argv = {ABLATE_CLI_BIN, "--server", coordinator_->address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Run(argv, std::move(env));
+  }
+
+  json CliJson(std::vector<std::string> args) {
+    args.insert(args.begin(), "--json");
+    ProcessResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out, nullptr, false);
+  }
+
+  // Rows in a table of the coordinator's database, read through SQLite directly.
+  int CountRows(const std::string& table) {
+    sqlite3* db = nullptr;
+    std::string path = data_.path() + "/ablate.db";
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    std::string sql = "SELECT count(*) FROM " + table;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+  }
+
+  std::string Spec() { return data_.path() + "/spec.yaml"; }
+
+  TempDir data_, logs_;
+  std::unique_ptr<Coordinator> coordinator_;
+};
+
+TEST_F(CliTest, SubmitListShowRuns) {
+  ProcessResult dry = Cli({"submit", Spec(), "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("3 variants × 2 seeds = 6 runs"), std::string::npos) << dry.out;
+  EXPECT_EQ(CountRows("sweeps"), 0);
+  EXPECT_EQ(CountRows("runs"), 0);
+
+  ProcessResult sub = Cli({"submit", Spec()});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  EXPECT_NE(sub.out.find("submitted sweep 1 'itest'"), std::string::npos) << sub.out;
+  EXPECT_NE(sub.out.find("logit_softcap 30.0→15.0"), std::string::npos) << sub.out;
+  EXPECT_EQ(CountRows("runs"), 6);
+
+  json sweeps = CliJson({"sweeps"});
+  ASSERT_EQ(sweeps["sweeps"].size(), 1u);
+  EXPECT_EQ(sweeps["sweeps"][0]["name"], "itest");
+  EXPECT_EQ(sweeps["sweeps"][0]["counts"]["total"], 6);
+  EXPECT_EQ(sweeps["sweeps"][0]["counts"]["queued"], 6);
+
+  json sweep = CliJson({"sweep", "1"});
+  ASSERT_EQ(sweep["variants"].size(), 3u);
+  EXPECT_EQ(sweep["variants"][0]["name"], "baseline");
+  EXPECT_EQ(sweep["variants"][0]["diff_json"], "{}");
+  EXPECT_EQ(sweep["scale"], "tiny");
+  EXPECT_NE(sweep["spec_yaml"].get<std::string>().find("no-shortcut"), std::string::npos);
+
+  json runs = CliJson({"runs", "--sweep", "1"});
+  ASSERT_EQ(runs["runs"].size(), 6u);
+  json run = CliJson({"run", std::to_string(runs["runs"][1]["id"].get<int64_t>())});
+  json config = json::parse(run["config_json"].get<std::string>());
+  EXPECT_EQ(config["seed"], run["seed"]);
+  EXPECT_EQ(config["vocab_size"], 512);
+
+  ProcessResult table = Cli({"runs", "--sweep", "1", "--state", "queued"});
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("softcap-15"), std::string::npos);
+}
+
+TEST_F(CliTest, RejectedSpecNamesTheProblemAndStoresNothing) {
+  ProcessResult r = Cli({"submit", data_.path() + "/bad.yaml"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("bad.yaml:5:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("logit_softcapp"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("logit_softcap'"), std::string::npos) << r.err;
+  EXPECT_EQ(CountRows("sweeps"), 0);
+  EXPECT_EQ(CountRows("variants"), 0);
+  EXPECT_EQ(CountRows("runs"), 0);
+  EXPECT_EQ(Cli({"submit", data_.path() + "/missing.yaml"}).exit_code, 3);
+}
+
+TEST_F(CliTest, ExitCodes) {
+  EXPECT_EQ(Cli({"sweep", "99"}).exit_code, 4);
+  EXPECT_EQ(Cli({"run", "99"}).exit_code, 4);
+  EXPECT_EQ(Cli({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(Cli({"runs", "--state", "sleeping"}).exit_code, 2);
+  ProcessResult help = Cli({"submit", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--dry-run"), std::string::npos);
+  ProcessResult gone = Run({ABLATE_CLI_BIN, "--server", "127.0.0.1:1", "sweeps"});
+  EXPECT_EQ(gone.exit_code, 5);
+  EXPECT_NE(gone.err.find("cannot reach the coordinator"), std::string::npos) << gone.err;
+}
+
+TEST_F(CliTest, CancelSweep) {
+  ASSERT_EQ(Cli({"submit", Spec()}).exit_code, 0);
+  ProcessResult c = Cli({"cancel", "1"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  json sweep = CliJson({"sweep", "1"});
+  EXPECT_EQ(sweep["state"], "SWEEP_CANCELLED");
+  EXPECT_EQ(sweep["counts"]["cancelled"], 6);
+  ProcessResult again = Cli({"cancel", "1"});
+  EXPECT_EQ(again.exit_code, 3) << again.err;
+  EXPECT_EQ(Cli({"cancel", "42"}).exit_code, 4);
+}
+
+TEST_F(CliTest, WatchEndsWhenTheSweepIsCancelled) {
+  ASSERT_EQ(Cli({"submit", Spec()}).exit_code, 0);
+  Subprocess watch({ABLATE_CLI_BIN, "--server", coordinator_->address(), "watch", "1"},
+                   logs_.path());
+  for (int i = 0; i < 200 && watch.Stdout().find("queued") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_NE(watch.Stdout().find("0/6 done"), std::string::npos) << watch.Stdout();
+  ASSERT_EQ(Cli({"cancel", "1"}).exit_code, 0);
+  std::optional<ProcessResult> r = watch.Wait(10s);
+  ASSERT_TRUE(r.has_value()) << "watch did not end after the cancel";
+  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_NE(r->out.find("cancelled"), std::string::npos) << r->out;
+}
+
+TEST_F(CliTest, WatchStopsOnCtrlC) {
+  ASSERT_EQ(Cli({"submit", Spec()}).exit_code, 0);
+  Subprocess watch({ABLATE_CLI_BIN, "--server", coordinator_->address(), "watch", "1"},
+                   logs_.path());
+  for (int i = 0; i < 200 && watch.Stdout().empty(); ++i) std::this_thread::sleep_for(20ms);
+  watch.Signal(SIGINT);
+  std::optional<ProcessResult> r = watch.Wait(10s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 130);
+  EXPECT_EQ(CliJson({"sweep", "1"})["state"], "SWEEP_QUEUED");
+}
+
+TEST_F(CliTest, SurvivesSigkillAndRestart) {
+  ASSERT_EQ(Cli({"submit", Spec()}).exit_code, 0);
+  ASSERT_EQ(Cli({"submit", Spec()}).exit_code, 0);
+  ASSERT_EQ(Cli({"cancel", "2"}).exit_code, 0);
+  json before = CliJson({"sweeps"});
+  json runs_before = CliJson({"runs"});
+  coordinator_->proc().Signal(SIGKILL);
+  ASSERT_TRUE(coordinator_->proc().Wait(10s).has_value());
+  coordinator_ = std::make_unique<Coordinator>(data_.path(), logs_.path());
+  json after = CliJson({"sweeps"});
+  EXPECT_EQ(before, after);
+  EXPECT_EQ(runs_before, CliJson({"runs"}));
+  ASSERT_EQ(Cli({"submit", Spec()}).exit_code, 0);
+  EXPECT_EQ(CliJson({"sweeps"})["sweeps"].size(), 3u);
+}
+
+TEST_F(CliTest, SigtermShutsDownGracefully) {
+  coordinator_->proc().Signal(SIGTERM);
+  std::optional<ProcessResult> r = coordinator_->proc().Wait(15s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_NE(r->err.find("stopped"), std::string::npos);
+}
+
+class TokenTest : public CliTest {
+ protected:
+  void SetUp() override {
+    WriteFile(data_.path() + "/client.token", "s3cret\n");
+    WriteFile(data_.path() + "/worker.token", "w0rker\n");
+    coordinator_ = std::make_unique<Coordinator>(
+        data_.path(), logs_.path(),
+        std::vector<std::string>{"--client-token-file", data_.path() + "/client.token",
+                                 "--worker-token-file", data_.path() + "/worker.token"});
+    WriteFile(data_.path() + "/spec.yaml", kSpec);
+    WriteFile(data_.path() + "/wrong.token", "guess");
+  }
+};
+
+TEST_F(TokenTest, WrongOrMissingTokenIsRefused) {
+  ProcessResult none = Cli({"sweeps"});
+  EXPECT_EQ(none.exit_code, 5);
+  EXPECT_NE(none.err.find("missing client token"), std::string::npos) << none.err;
+  ProcessResult wrong = Cli({"--token-file", data_.path() + "/wrong.token", "submit", Spec()});
+  EXPECT_EQ(wrong.exit_code, 5);
+  EXPECT_NE(wrong.err.find("wrong client token"), std::string::npos) << wrong.err;
+  EXPECT_EQ(Cli({"sweeps"}, {{"ABLATE_TOKEN", "w0rker"}}).exit_code, 5);
+  EXPECT_EQ(CountRows("sweeps"), 0);
+  ProcessResult ok = Cli({"--token-file", data_.path() + "/client.token", "submit", Spec()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(Cli({"sweeps"}, {{"ABLATE_TOKEN", "s3cret"}}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace ablate::testing
