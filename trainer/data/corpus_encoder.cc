@@ -1,0 +1,170 @@
+// The byte-level corpus encoder behind `ablate-data encode`.
+#include "trainer/data/corpus_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "trainer/data/shard_reader.h"
+#include "trainer/data/shard_writer.h"
+
+namespace ablate {
+namespace {
+
+namespace fs = std::filesystem;
+using J = nlohmann::json;
+
+// The line's text without its line ending.
+std::string_view LineText(std::string_view line) {
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+bool IsBlank(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
+}
+
+// Lines including their "\n" (the last one may lack it).
+std::vector<std::string_view> Lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    size_t len = nl == std::string_view::npos ? text.size() : nl + 1;
+    lines.push_back(text.substr(0, len));
+    text.remove_prefix(len);
+  }
+  return lines;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read input " + path, ""};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Error{"error while reading input " + path, ""};
+  return ss.str();
+}
+
+// One split's token stream written as shards `<prefix>_NNNNNN.bin`; returns their manifest rows.
+Result<J> WriteSplit(const std::vector<uint16_t>& stream, const std::string& prefix,
+                     const EncodeOptions& o) {
+  J rows = J::array();
+  for (int64_t start = 0, i = 0; start < static_cast<int64_t>(stream.size()); ++i) {
+    int64_t n = std::min<int64_t>(o.shard_tokens, static_cast<int64_t>(stream.size()) - start);
+    char name[64];
+    std::snprintf(name, sizeof(name), "%s_%06lld.bin", prefix.c_str(), static_cast<long long>(i));
+    std::span<const uint16_t> part(stream.data() + start, static_cast<size_t>(n));
+    Status s = WriteShard((fs::path(o.out_dir) / name).string(), part);
+    if (!s.ok()) return s.error();
+    int64_t docs = std::count(part.begin(), part.end(), kByteBosToken);
+    rows.push_back({{"name", name}, {"split", prefix}, {"tokens", n}, {"documents", docs},
+                    {"bytes", kShardHeaderBytes + 2 * n}});
+    start += n;
+  }
+  return rows;
+}
+
+Status CheckOptions(const EncodeOptions& o) {
+  if (o.inputs.empty()) return Error{"no input files", ""};
+  if (!(o.val_fraction >= 0 && o.val_fraction < 1)) {
+    return Error{"--val-fraction must be in [0, 1), got " + std::to_string(o.val_fraction), ""};
+  }
+  if (o.shard_tokens < 1 || o.shard_tokens > 2147483647LL) {
+    return Error{"--shard-tokens must be in [1, 2^31)", ""};
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::vector<std::string> SplitDocuments(std::string_view text, const std::string& separator) {
+  std::vector<std::string_view> lines = Lines(text);
+  bool percent = separator.empty() && std::any_of(lines.begin(), lines.end(), [](auto l) {
+                   return LineText(l) == "%";
+                 });
+  auto is_separator = [&](std::string_view line) {
+    if (!separator.empty()) return LineText(line) == separator;
+    if (percent) return LineText(line) == "%";
+    return IsBlank(line);
+  };
+  std::vector<std::string> docs;
+  std::string current;
+  auto flush = [&] {
+    if (!IsBlank(current)) docs.push_back(current);
+    current.clear();
+  };
+  for (std::string_view line : lines) {
+    if (is_separator(line)) {
+      flush();
+    } else {
+      current.append(line);
+    }
+  }
+  flush();
+  return docs;
+}
+
+std::vector<uint16_t> EncodeDocument(std::string_view doc) {
+  std::vector<uint16_t> tokens;
+  tokens.reserve(doc.size() + 1);
+  tokens.push_back(kByteBosToken);
+  for (char c : doc) tokens.push_back(static_cast<unsigned char>(c));
+  return tokens;
+}
+
+Result<J> EncodeCorpus(const EncodeOptions& o) {
+  Status s = CheckOptions(o);
+  if (!s.ok()) return s.error();
+  std::vector<std::string> docs;
+  J inputs = J::array();
+  for (const std::string& path : o.inputs) {
+    Result<std::string> text = ReadFile(path);
+    if (!text.ok()) return text.error();
+    std::vector<std::string> d = SplitDocuments(*text, o.doc_separator);
+    inputs.push_back({{"path", path}, {"bytes", text->size()}, {"documents", d.size()}});
+    for (std::string& doc : d) docs.push_back(std::move(doc));
+  }
+  const int64_t total = static_cast<int64_t>(docs.size());
+  int64_t n_val = std::llround(o.val_fraction * static_cast<double>(total));
+  if (o.val_fraction > 0) n_val = std::max<int64_t>(n_val, 1);
+  if (total == 0 || n_val >= total) {
+    return Error{"the inputs hold " + std::to_string(total) +
+                     " documents; need at least one training document" +
+                     (n_val > 0 ? " and one validation document" : ""),
+                 ""};
+  }
+  std::vector<uint16_t> train, val;
+  for (int64_t i = 0; i < total; ++i) {
+    std::vector<uint16_t> t = EncodeDocument(docs[i]);
+    std::vector<uint16_t>& dst = i < total - n_val ? train : val;
+    dst.insert(dst.end(), t.begin(), t.end());
+  }
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec) return Error{"cannot create " + o.out_dir + ": " + ec.message(), ""};
+  Result<J> train_rows = WriteSplit(train, "train", o);
+  if (!train_rows.ok()) return train_rows.error();
+  Result<J> val_rows = WriteSplit(val, "val", o);
+  if (!val_rows.ok()) return val_rows.error();
+  J shards = *train_rows;
+  for (const J& row : *val_rows) shards.push_back(row);
+  J manifest = {{"tokenizer", "bytes"},
+                {"vocab_size", kByteVocabSize},
+                {"bos_token", kByteBosToken},
+                {"val_fraction", o.val_fraction},
+                {"doc_separator", o.doc_separator.empty() ? "auto" : o.doc_separator},
+                {"inputs", inputs},
+                {"documents", {{"train", total - n_val}, {"val", n_val}}},
+                {"tokens", {{"train", train.size()}, {"val", val.size()}}},
+                {"shards", shards}};
+  std::ofstream out(fs::path(o.out_dir) / "manifest.json");
+  out << manifest.dump(2) << "\n";
+  if (!out) return Error{"cannot write " + o.out_dir + "/manifest.json", ""};
+  return manifest;
+}
+
+}  // namespace ablate
