@@ -1,0 +1,23 @@
+// Data-parallel loops for the CPU ops. OpenMP under the hood: each calling thread (each
+// in-process rank) gets its own team, sized by omp_set_num_threads on that thread.
+#ifndef ABLATE_TRAINER_CPU_PARALLEL_H_
+#define ABLATE_TRAINER_CPU_PARALLEL_H_
+
+#include <cstdint>
+
+namespace ablate::cpu {
+
+// Calls fn(i) for i in [0, n), split statically over the calling thread's team.
+// fn must be safe to run concurrently for different i.
+template <class Fn>
+void ParallelFor(int64_t n, const Fn& fn) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
+// Sets the op thread count for the calling thread (OpenMP team and OpenBLAS).
+void SetThreads(int threads);
+
+}  // namespace ablate::cpu
+
+#endif  // ABLATE_TRAINER_CPU_PARALLEL_H_

@@ -1,0 +1,66 @@
+// Stream mixing. The scalar-weight reductions are summed per chunk then in chunk order, so the
+// result does not depend on the thread count.
+#include "trainer/cpu/residual.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "trainer/cpu/parallel.h"
+
+namespace ablate::cpu {
+namespace {
+
+constexpr int64_t kChunk = 8192;
+
+template <class T>
+T Dot(const T* a, const T* b, int64_t n) {
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<T> part(chunks, T(0));
+  ParallelFor(chunks, [&](int64_t c) {
+    T s = 0;
+    for (int64_t i = c * kChunk, e = std::min(n, i + kChunk); i < e; ++i) s += a[i] * b[i];
+    part[c] = s;
+  });
+  T s = 0;
+  for (T p : part) s += p;
+  return s;
+}
+
+template <class T>
+void Axpy(T* out, T a, const T* x, int64_t n) {
+  ParallelFor((n + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk, e = std::min(n, i + kChunk); i < e; ++i) out[i] += a * x[i];
+  });
+}
+
+}  // namespace
+
+template <class T>
+void residual_mix_forward(T* out, const T* x, T a, const T* y, T b, int64_t n) {
+  ParallelFor((n + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk, e = std::min(n, i + kChunk); i < e; ++i) {
+      out[i] = y != nullptr ? a * x[i] + b * y[i] : a * x[i];
+    }
+  });
+}
+
+template <class T>
+void residual_mix_backward(const MixGrads<T>& g, const T* dout, const T* x, T a, const T* y, T b,
+                           int64_t n) {
+  if (g.da != nullptr) *g.da += Dot(dout, x, n);
+  if (g.db != nullptr) *g.db += Dot(dout, y, n);
+  if (g.dx != nullptr) Axpy(g.dx, a, dout, n);
+  if (g.dy != nullptr) Axpy(g.dy, b, dout, n);
+}
+
+template void residual_mix_forward<float>(float*, const float*, float, const float*, float,
+                                          int64_t);
+template void residual_mix_forward<double>(double*, const double*, double, const double*, double,
+                                           int64_t);
+template void residual_mix_backward<float>(const MixGrads<float>&, const float*, const float*,
+                                           float, const float*, float, int64_t);
+template void residual_mix_backward<double>(const MixGrads<double>&, const double*,
+                                            const double*, double, const double*, double,
+                                            int64_t);
+
+}  // namespace ablate::cpu

@@ -1,0 +1,31 @@
+// The loss head, fused: optional logit softcap, then softmax cross-entropy per row.
+// tanh: c·tanh(z/c); sigmoid: c·σ(z/(c/4)) (r19/r20's 30·σ(z/7.5)); none: identity.
+#ifndef ABLATE_TRAINER_CPU_SOFTCAP_CROSS_ENTROPY_H_
+#define ABLATE_TRAINER_CPU_SOFTCAP_CROSS_ENTROPY_H_
+
+#include <cstdint>
+
+namespace ablate::cpu {
+
+enum class SoftcapKind { kNone, kTanh, kSigmoid };
+
+struct Softcap {
+  SoftcapKind kind = SoftcapKind::kNone;
+  double cap = 0;  // c; ignored for kNone
+};
+
+// In place: logits (N, V) raw → capped. losses (N) = logsumexp(capped) − capped[target].
+// REQUIRES: 0 <= targets[i] < V.
+template <class T>
+void softcap_cross_entropy_forward(T* losses, T* logits, const int32_t* targets, int64_t n,
+                                   int64_t v, Softcap cap);
+
+// dlogits (N, V) = d(dloss · Σ losses)/d(raw logits), from the forward's capped logits.
+// Overwrites; dlogits may alias capped.
+template <class T>
+void softcap_cross_entropy_backward(T* dlogits, const T* capped, const int32_t* targets,
+                                    int64_t n, int64_t v, Softcap cap, T dloss);
+
+}  // namespace ablate::cpu
+
+#endif  // ABLATE_TRAINER_CPU_SOFTCAP_CROSS_ENTROPY_H_
