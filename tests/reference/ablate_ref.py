@@ -20,8 +20,13 @@ import os
 import subprocess
 import sys
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("SKIP: torch is not importable by this python (apt-get install python3-torch; use "
+          "/usr/bin/python3)", file=sys.stderr)
+    sys.exit(77)  # ctest SKIP_RETURN_CODE
 
 torch.set_num_threads(1)
 
@@ -432,7 +437,8 @@ def read_array(path, shape, dtype):
     return torch.from_numpy(a.reshape(shape).copy())
 
 
-def make_state(cfg, B, T, steps, seed, out):
+def make_state(cfg, B, T, steps, seed, out, config_text=None):
+    """Writes a parity state (MODEL.md "Parity state"); config_text is copied verbatim."""
     gen = torch.Generator().manual_seed(seed)
     vocab = min(cfg["vocab_size"], embed_vocab(cfg))
     tokens = torch.randint(0, vocab, (steps, B, T + 1), generator=gen, dtype=torch.int32)
@@ -441,7 +447,7 @@ def make_state(cfg, B, T, steps, seed, out):
     params = random_params(cfg, gen)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(cfg, f, sort_keys=True)
+        f.write(config_text or json.dumps(cfg, sort_keys=True, separators=(",", ":")))
     manifest = {"B": B, "T": T, "steps": steps,
                 "params": [{"name": n, "shape": list(s)} for n, s, _ in param_specs(cfg)]}
     with open(os.path.join(out, "manifest.json"), "w") as f:
@@ -510,8 +516,9 @@ def compare(dir_a, dir_b, rtol, loss_tol, atol):
         ok = ok and not bad
         lines.append(f"{'FAIL' if bad else 'ok  '} {label:44s} {err:.3e} (tol {tol:.0e})")
 
-    res_a = json.load(open(os.path.join(dir_a, "result.json")))
-    res_b = json.load(open(os.path.join(dir_b, "result.json")))
+    with open(os.path.join(dir_a, "result.json")) as fa, \
+            open(os.path.join(dir_b, "result.json")) as fb:
+        res_a, res_b = json.load(fa), json.load(fb)
     la = torch.from_numpy(np.fromfile(os.path.join(dir_a, "logits.f32"), dtype=np.float32))
     lb = torch.from_numpy(np.fromfile(os.path.join(dir_b, "logits.f32"), dtype=np.float32))
     if la.shape != lb.shape:
@@ -675,7 +682,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     try:
         if a.cmd == "make-state":
-            make_state(load_config(a.config), a.B, a.T, a.steps, a.seed, a.out)
+            with open(a.config) as f:
+                text = f.read()
+            make_state(check_config(json.loads(text)), a.B, a.T, a.steps, a.seed, a.out, text)
         elif a.cmd == "run":
             loss, losses = run_state(a.state, a.out, a.train, getattr(torch, a.dtype))
             print(json.dumps({"loss": loss, "losses": losses}))
