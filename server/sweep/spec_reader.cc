@@ -1,0 +1,346 @@
+// Key-by-key reading of a sweep spec document.
+#include "server/sweep/spec_reader.h"
+
+#include <map>
+#include <span>
+
+#include "server/sweep/yaml_values.h"
+#include "trainer/config/knob_schema.h"
+
+namespace ablate {
+namespace {
+
+using J = nlohmann::json;
+
+constexpr std::string_view kTopLevelKeys[] = {
+    "name",         "description", "baseline",       "include_baseline", "target_val_loss", "seeds",
+    "gpus_per_run", "priority",    "max_concurrent", "max_attempts",     "dataset",         "tags",
+    "ablations",    "grid"};
+constexpr std::string_view kBaselineKeys[] = {"preset", "scale", "set"};
+constexpr std::string_view kAblationKeys[] = {"name", "set"};
+// Bounds on what one spec may list; with aliases (*x) a small text can name big structures,
+// so the reader checks sizes before walking them.
+constexpr size_t kMaxMapKeys = 64;
+constexpr size_t kMaxAblations = 10000;
+constexpr size_t kMaxGridValues = 10000;
+
+struct Entry {
+  YAML::Node key;
+  YAML::Node value;
+};
+using Entries = std::map<std::string, Entry>;
+
+std::string JoinNames(std::span<const std::string_view> names) {
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+// The entries of `map` whose keys are in `allowed`; unknown keys (with the closest names) and
+// keys given twice are errors.
+Entries CheckedEntries(const YAML::Node& map, std::string_view path,
+                       std::span<const std::string_view> allowed, SpecErrors* errors) {
+  Entries entries;
+  if (map.size() > kMaxMapKeys) {
+    errors->Add(map, path,
+                "has " + std::to_string(map.size()) + " keys; valid keys: " + JoinNames(allowed));
+    return entries;
+  }
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    YAML::Node key = it->first;  // a copy: `it->first` lives in a temporary proxy
+    std::string name = key.IsScalar() ? key.Scalar() : DescribeNode(key);
+    std::string key_path = KeyPath(path, name);
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      std::vector<std::string> near = ClosestNames(name, allowed);
+      errors->Add(key, key_path,
+                  "unknown key '" + name + "'" +
+                      (near.empty() ? "; valid keys: " + JoinNames(allowed) : DidYouMean(near)));
+    } else if (auto seen = entries.find(name); seen != entries.end()) {
+      errors->Add(key, key_path,
+                  "duplicate key '" + name + "' (first at line " +
+                      std::to_string(PositionOf(seen->second.key).line) + ")");
+    } else {
+      entries[name] = Entry{key, it->second};
+    }
+  }
+  return entries;
+}
+
+std::string PresetList() {
+  std::string all;
+  for (const Preset& p : AllPresets()) all += (all.empty() ? "" : ", ") + std::string(p.name);
+  return all;
+}
+
+class SpecReader {
+ public:
+  explicit SpecReader(SpecErrors* errors) : errors_(errors) {}
+
+  ParsedSpec Read(const YAML::Node& root);
+
+ private:
+  void ReadSettings(const Entries& top);
+  void ReadGpus(const YAML::Node& node);
+  void ReadBaseline(const YAML::Node& node);
+  void ReadAblations(const YAML::Node& node);
+  void ReadAblation(const YAML::Node& node, size_t index);
+  void ReadGrid(const YAML::Node& node);
+  void ReadGridAxis(const YAML::Node& key, const YAML::Node& values);
+  void RejectSweepWideKnob(std::string_view knob, SpecPosition at, const std::string& path);
+  void ReadIntField(const Entries& top, const char* key, int64_t lo, int64_t hi, int* out);
+
+  SpecErrors* errors_;
+  ParsedSpec spec_;
+  std::map<std::string, int> ablation_names_;  // name -> line of its first use
+};
+
+ParsedSpec SpecReader::Read(const YAML::Node& root) {
+  if (!root.IsDefined() || root.IsNull()) {
+    errors_->Add(SpecPosition{}, "",
+                 "the spec is empty; expected a map with name, baseline, "
+                 "seeds and ablations");
+    return spec_;
+  }
+  if (!root.IsMap()) {
+    errors_->Add(root, "",
+                 "the spec must be a map of keys (name, baseline, ablations, ...), "
+                 "got " +
+                     DescribeNode(root));
+    return spec_;
+  }
+  Entries top = CheckedEntries(root, "", kTopLevelKeys, errors_);
+  for (const char* required : {"name", "baseline"}) {
+    if (!top.count(required)) {
+      errors_->Add(root, required, std::string("missing required key '") + required + "'");
+    }
+  }
+  ReadSettings(top);
+  if (top.count("baseline")) ReadBaseline(top["baseline"].value);
+  if (top.count("ablations")) ReadAblations(top["ablations"].value);
+  if (top.count("grid")) ReadGrid(top["grid"].value);
+  return spec_;
+}
+
+void SpecReader::ReadIntField(const Entries& top, const char* key, int64_t lo, int64_t hi,
+                              int* out) {
+  auto it = top.find(key);
+  if (it == top.end()) return;
+  if (std::optional<int64_t> v = ReadInt(it->second.value, key, lo, hi, errors_)) {
+    *out = static_cast<int>(*v);
+  }
+}
+
+void SpecReader::ReadSettings(const Entries& top) {
+  auto node = [&](const char* key) {
+    auto it = top.find(key);
+    return it == top.end() ? YAML::Node(YAML::NodeType::Undefined) : it->second.value;
+  };
+  if (top.count("name"))
+    spec_.name = ReadName(node("name"), "name", "sweep name", errors_).value_or("");
+  if (top.count("description")) ReadString(node("description"), "description", errors_);
+  if (top.count("include_baseline")) {
+    spec_.include_baseline_position = PositionOf(node("include_baseline"));
+    spec_.include_baseline =
+        ReadBool(node("include_baseline"), "include_baseline", errors_).value_or(true);
+  }
+  if (top.count("target_val_loss")) {
+    spec_.target_position = PositionOf(node("target_val_loss"));
+    absl::StatusOr<J> v = KnobValueFromYaml(*FindKnob("target_val_loss"), node("target_val_loss"));
+    if (v.ok()) {
+      spec_.target_val_loss = v->get<double>();
+    } else {
+      errors_->Add(node("target_val_loss"), "target_val_loss", std::string(v.status().message()));
+    }
+  }
+  if (top.count("seeds")) spec_.seeds_position = PositionOf(node("seeds"));
+  ReadIntField(top, "seeds", 1, 1000, &spec_.seeds);
+  if (top.count("gpus_per_run")) ReadGpus(node("gpus_per_run"));
+  ReadIntField(top, "priority", -1000, 1000, &spec_.priority);
+  ReadIntField(top, "max_concurrent", 0, 1000000, &spec_.max_concurrent);
+  ReadIntField(top, "max_attempts", 1, 20, &spec_.max_attempts);
+  if (top.count("dataset"))
+    spec_.dataset = ReadName(node("dataset"), "dataset", "dataset", errors_);
+  if (top.count("tags")) {
+    spec_.tags = ReadStringList(node("tags"), "tags", errors_).value_or(std::vector<std::string>{});
+  }
+}
+
+void SpecReader::ReadGpus(const YAML::Node& node) {
+  std::optional<int64_t> v = ReadInt(node, "gpus_per_run", 0, 512, errors_);
+  if (!v) return;
+  if (*v > 8 && *v % 8 != 0) {
+    errors_->Add(node, "gpus_per_run",
+                 std::to_string(*v) +
+                     " GPUs cannot be scheduled: use 0 (one CPU slot), 1 to 8 "
+                     "(one node), or a multiple of 8 up to 512 (whole nodes)");
+    return;
+  }
+  spec_.gpus_per_run = static_cast<int>(*v);
+}
+
+void SpecReader::ReadBaseline(const YAML::Node& node) {
+  if (!node.IsMap()) {
+    errors_->Add(node, "baseline",
+                 "expected a map {preset, scale, set}, got " + DescribeNode(node));
+    return;
+  }
+  Entries e = CheckedEntries(node, "baseline", kBaselineKeys, errors_);
+  if (e.count("preset")) {
+    const YAML::Node& p = e["preset"].value;
+    spec_.preset_position = PositionOf(p);
+    std::optional<std::string> name = ReadString(p, "baseline.preset", errors_);
+    if (name && FindPreset(*name) == nullptr) {
+      std::vector<std::string_view> names;
+      for (const Preset& preset : AllPresets()) names.push_back(preset.name);
+      errors_->Add(p, "baseline.preset",
+                   "unknown preset '" + *name + "'" + DidYouMean(ClosestNames(*name, names)) +
+                       " (available: " + PresetList() + ")");
+    } else if (name) {
+      spec_.preset = *name;
+    }
+  }
+  if (e.count("scale")) {
+    const YAML::Node& s = e["scale"].value;
+    std::optional<std::string> name = ReadString(s, "baseline.scale", errors_);
+    Result<Scale> scale = name ? ParseScale(*name) : Result<Scale>(Error{"", ""});
+    if (name && !scale.ok()) errors_->Add(s, "baseline.scale", scale.error().message);
+    if (scale.ok()) spec_.scale = *scale;
+  }
+  spec_.baseline_set =
+      ReadKnobSet(e.count("set") ? e["set"].value : YAML::Node(YAML::NodeType::Undefined),
+                  "baseline.set", errors_);
+  if (!e.count("set")) spec_.baseline_set.position = PositionOf(node);
+}
+
+void SpecReader::ReadAblations(const YAML::Node& node) {
+  spec_.ablations_position = PositionOf(node);
+  if (node.IsNull()) return;  // `ablations:` with nothing: no ablations
+  if (!node.IsSequence()) {
+    errors_->Add(node, "ablations",
+                 "expected a list of {name, set} entries, got " + DescribeNode(node));
+    return;
+  }
+  if (node.size() > kMaxAblations) {
+    errors_->Add(node, "ablations",
+                 "has " + std::to_string(node.size()) + " entries; the limit is " +
+                     std::to_string(kMaxAblations));
+    return;
+  }
+  for (size_t i = 0; i < node.size(); ++i) ReadAblation(node[i], i);
+}
+
+void SpecReader::ReadAblation(const YAML::Node& node, size_t index) {
+  std::string path = IndexPath("ablations", index);
+  if (!node.IsMap()) {
+    errors_->Add(node, path, "expected a map {name, set}, got " + DescribeNode(node));
+    return;
+  }
+  Entries e = CheckedEntries(node, path, kAblationKeys, errors_);
+  AblationSpec ablation{"", {}, PositionOf(node), path};
+  for (const char* required : {"name", "set"}) {
+    if (!e.count(required)) {
+      errors_->Add(node, KeyPath(path, required),
+                   std::string("missing required key '") + required + "'");
+    }
+  }
+  if (e.count("name")) {
+    const YAML::Node& n = e["name"].value;
+    std::string name_path = KeyPath(path, "name");
+    ablation.name = ReadName(n, name_path, "ablation name", errors_).value_or("");
+    if (ablation.name == "baseline") {
+      errors_->Add(n, name_path, "'baseline' is reserved for the baseline variant");
+    } else if (auto seen = ablation_names_.find(ablation.name);
+               !ablation.name.empty() && seen != ablation_names_.end()) {
+      errors_->Add(n, name_path,
+                   "duplicate ablation name '" + ablation.name + "' (first at line " +
+                       std::to_string(seen->second) + ")");
+    } else if (!ablation.name.empty()) {
+      ablation_names_[ablation.name] = PositionOf(n).line;
+    }
+  }
+  if (e.count("set")) {
+    ablation.set = ReadKnobSet(e["set"].value, KeyPath(path, "set"), errors_);
+    for (const auto& [knob, at] : ablation.set.positions) {
+      RejectSweepWideKnob(knob, at, KeyPath(ablation.set.path, knob));
+    }
+  }
+  spec_.ablations.push_back(std::move(ablation));
+}
+
+// `seed` is chosen per run and `target_val_loss` is one per sweep; neither can be an axis.
+void SpecReader::RejectSweepWideKnob(std::string_view knob, SpecPosition at,
+                                     const std::string& path) {
+  if (knob == "seed") {
+    errors_->Add(at, path, "the seed is set per run (0 .. seeds-1) and cannot be varied here");
+  } else if (knob == "target_val_loss") {
+    errors_->Add(at, path,
+                 "target_val_loss is one value for the whole sweep; set it at the top level");
+  }
+}
+
+void SpecReader::ReadGrid(const YAML::Node& node) {
+  spec_.grid_position = PositionOf(node);
+  if (node.IsNull()) return;
+  if (!node.IsMap()) {
+    errors_->Add(node, "grid", "expected a map of knob: [values], got " + DescribeNode(node));
+    return;
+  }
+  std::map<std::string, int> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    std::string name = it->first.IsScalar() ? it->first.Scalar() : DescribeNode(it->first);
+    if (auto s = seen.find(name); s != seen.end()) {
+      errors_->Add(
+          it->first, KeyPath("grid", name),
+          "duplicate key '" + name + "' (first at line " + std::to_string(s->second) + ")");
+      continue;
+    }
+    seen[name] = PositionOf(it->first).line;
+    ReadGridAxis(it->first, it->second);
+  }
+}
+
+void SpecReader::ReadGridAxis(const YAML::Node& key, const YAML::Node& values) {
+  GridAxis axis{key.IsScalar() ? key.Scalar() : DescribeNode(key), {}, {}, PositionOf(key), ""};
+  axis.path = KeyPath("grid", axis.knob);
+  const KnobSpec* knob = FindKnob(axis.knob);
+  if (knob == nullptr) {
+    errors_->Add(key, axis.path,
+                 "unknown knob '" + axis.knob + "'" + DidYouMean(ClosestKnobNames(axis.knob)) +
+                     " (grid keys are dotted knob names, e.g. muon.lr)");
+    return;
+  }
+  RejectSweepWideKnob(axis.knob, axis.position, axis.path);
+  if (!values.IsSequence() || values.size() == 0) {
+    errors_->Add(values.IsNull() ? key : values, axis.path,
+                 values.IsSequence() ? "the list of values is empty"
+                                     : "expected a list of values, got " + DescribeNode(values));
+    return;
+  }
+  if (values.size() > kMaxGridValues) {
+    errors_->Add(values, axis.path,
+                 "has " + std::to_string(values.size()) + " values; the limit is " +
+                     std::to_string(kMaxGridValues));
+    return;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::string path = IndexPath(axis.path, i);
+    absl::StatusOr<J> v = KnobValueFromYaml(*knob, values[i]);
+    if (!v.ok()) {
+      errors_->Add(values[i], path, std::string(v.status().message()));
+    } else if (std::find(axis.values.begin(), axis.values.end(), *v) != axis.values.end()) {
+      errors_->Add(values[i], path, "value " + v->dump() + " is listed twice");
+    } else {
+      axis.values.push_back(*v);
+      axis.labels.push_back(values[i].IsScalar() ? values[i].Scalar() : v->dump());
+    }
+  }
+  if (axis.values.size() == values.size()) spec_.grid.push_back(std::move(axis));
+}
+
+}  // namespace
+
+ParsedSpec ReadSpec(const YAML::Node& root, SpecErrors* errors) {
+  return SpecReader(errors).Read(root);
+}
+
+}  // namespace ablate

@@ -1,0 +1,68 @@
+// Reads a parsed YAML sweep spec into typed fields, checking every key, type and range that can
+// be checked without building configs. Config-level checks (cross-knob rules, identical or
+// no-op variants, run counts) belong to SweepExpander.
+#ifndef ABLATE_SERVER_SWEEP_SPEC_READER_H_
+#define ABLATE_SERVER_SWEEP_SPEC_READER_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/sweep/knob_set_reader.h"
+#include "server/sweep/spec_errors.h"
+#include "trainer/config/presets.h"
+
+namespace ablate {
+
+// One entry of `ablations:`.
+struct AblationSpec {
+  std::string name;
+  KnobSet set;
+  SpecPosition position;  // of the entry
+  std::string path;       // "ablations[2]"
+};
+
+// One key of `grid:`: a knob and the values it takes, validated, in spec order.
+struct GridAxis {
+  std::string knob;
+  std::vector<nlohmann::json> values;
+  std::vector<std::string> labels;  // each value as written, for variant names
+  SpecPosition position;            // of the key
+  std::string path;                 // "grid.muon.lr"
+};
+
+// The typed content of a spec. Fields keep their defaults where the spec omits them or where
+// they were rejected (the error is in SpecErrors then).
+struct ParsedSpec {
+  std::string name;
+  std::string preset;  // empty: schema defaults only
+  SpecPosition preset_position;
+  Scale scale = Scale::kFull;
+  KnobSet baseline_set;
+  bool include_baseline = true;
+  SpecPosition include_baseline_position;
+  std::optional<double> target_val_loss;
+  SpecPosition target_position;
+  int seeds = 1;
+  SpecPosition seeds_position;
+  int gpus_per_run = 1;
+  int priority = 0;
+  int max_concurrent = 0;
+  int max_attempts = 3;
+  std::optional<std::string> dataset;
+  std::vector<std::string> tags;
+  std::vector<AblationSpec> ablations;
+  SpecPosition ablations_position;
+  std::vector<GridAxis> grid;
+  SpecPosition grid_position;
+};
+
+// Reads `root` (the spec's single YAML document). Every problem is added to `errors`.
+ParsedSpec ReadSpec(const YAML::Node& root, SpecErrors* errors);
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_SWEEP_SPEC_READER_H_

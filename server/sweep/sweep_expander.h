@@ -1,0 +1,48 @@
+// Turns a ParsedSpec into the sweep, its variants and its runs: builds the baseline config
+// (preset at scale, then `set`, then the sweep's target), applies each ablation and grid point,
+// and checks what needs whole configs: cross-knob rules, variants that change nothing or are
+// identical to another, an empty sweep, and the run limit.
+#ifndef ABLATE_SERVER_SWEEP_SWEEP_EXPANDER_H_
+#define ABLATE_SERVER_SWEEP_SWEEP_EXPANDER_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/core/model.h"
+#include "server/sweep/spec_errors.h"
+#include "server/sweep/spec_reader.h"
+
+namespace ablate {
+
+inline constexpr int64_t kMaxSweepRuns = 100000;
+
+// A sweep expanded into variants and runs. Variants are in order baseline (when included),
+// ablations in spec order, grid points in lexicographic product order (first grid key
+// outermost); runs are variant-major, then seed 0 .. seeds-1. Ids are 0: the store assigns
+// them; Run::variant_id holds the index of the run's variant in `variants`.
+struct ExpandedSweep {
+  Sweep sweep;
+  std::vector<Variant> variants;
+  std::vector<Run> runs;
+};
+
+// "k1=v1,k2=v2": the name of a grid point, from (knob, value as written) pairs in key order.
+std::string FormatVariantName(const std::vector<std::pair<std::string, std::string>>& assignments);
+
+// The config a run trains with: its variant's canonical config with `seed` set to the run's.
+// REQUIRES: variant.config_json is a canonical config (as ExpandSweep produces).
+nlohmann::json RunConfig(const Variant& variant, int seed);
+
+// Expands `spec` (read without errors). On failure adds every problem found to `errors` and
+// returns nullopt. `spec_yaml` is kept verbatim in the sweep. Deterministic: the same spec gives
+// the same output, byte for byte.
+std::optional<ExpandedSweep> ExpandSweep(const ParsedSpec& spec, std::string_view spec_yaml,
+                                         SpecErrors* errors);
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_SWEEP_SWEEP_EXPANDER_H_
