@@ -1,0 +1,222 @@
+// The coordinator's durable state in SQLite (DESIGN §5): sweeps, variants, runs, attempts,
+// metrics, workers and events. The only code that knows SQL; everything above it speaks the
+// domain types of server/core/model.h and absl::Status.
+#ifndef ABLATE_SERVER_STORE_STORE_H_
+#define ABLATE_SERVER_STORE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/core/model.h"
+
+namespace ablate {
+
+class Connection;
+class ConnectionPool;
+class Writer;
+
+struct StoreOptions {
+  // Source of every timestamp the store writes (ms since the epoch); null = the system clock.
+  std::function<TimestampMs()> clock;
+  // 0 = apply all embedded migrations. N > 0 = know only the first N (tests of upgrades): the
+  // store then behaves as a coordinator whose newest schema is migration N.
+  int max_migrations = 0;
+  int busy_timeout_ms = 5000;
+  // Most writes committed in one transaction by the writer thread.
+  int max_batch = 256;
+  // Reader connections kept open between reads (more are opened under concurrent load).
+  int max_idle_readers = 4;
+};
+
+// Filters of the list calls. limit 0 = no limit.
+struct SweepFilter {
+  std::optional<SweepState> state;
+  std::optional<std::string> tag;
+  int limit = 0;
+  int offset = 0;
+};
+
+struct RunFilter {
+  std::optional<int64_t> sweep_id;
+  std::optional<RunState> state;
+  int limit = 0;
+  int offset = 0;
+};
+
+// What a worker reports when an attempt ends. `state` is kSucceeded, kFailed or kCancelled
+// (a lost worker is LoseAttempt's business).
+struct AttemptResult {
+  AttemptState state = AttemptState::kSucceeded;
+  int exit_code = 0;
+  std::string error;
+  std::string stderr_tail;
+  std::optional<RunSummary> summary;  // stored on the run when given
+};
+
+// A run's curve as charts read it.
+struct MetricCurve {
+  int64_t run_id = 0;
+  int64_t attempt_id = 0;           // whose points these are; 0 when the run never had an attempt
+  int64_t total_points = 0;         // stored before downsampling
+  std::vector<MetricPoint> points;  // step order; see DownsampleMinMax (downsample.h)
+};
+
+// Thread-safe: every method may be called from any thread. Writes are queued to one writer
+// thread that commits several of them per transaction; a write call returns once its own write
+// is committed (or with its own error, leaving the store unchanged by it). Reads run on pooled
+// reader connections and see every write that has returned.
+//
+// Status codes common to all methods: NOT_FOUND for an unknown id; FAILED_PRECONDITION for an
+// operation the current state forbids (stale fencing token, cancelling a finished sweep);
+// INVALID_ARGUMENT for malformed input; UNAVAILABLE / DATA_LOSS / RESOURCE_EXHAUSTED for
+// database trouble (see SqliteError).
+class Store {
+ public:
+  // Opens (creating if needed) the database at `path` and migrates it to the newest schema.
+  // ":memory:" opens a private in-memory database shared by this store's connections only.
+  // FAILED_PRECONDITION when the file's schema is newer than this build knows (the message says
+  // which versions and what to do) or the file cannot be opened.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(std::string path, StoreOptions options = {});
+  // Finishes queued writes, then closes every connection.
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // The schema version the database is at (the newest applied migration).
+  int SchemaVersion() const { return schema_version_; }
+  const std::string& path() const { return path_; }
+
+  // --- Sweeps, variants, runs ---------------------------------------------------------------
+  // Stores a sweep, its variants and runs in one transaction and writes a "submitted" event.
+  // On input each Run::variant_id holds the Variant::index of its variant (INVALID_ARGUMENT when
+  // no variant has it); ids, sweep_id, states and created_ms are assigned here (created_ms from
+  // the sweep when set). Returns the new sweep id.
+  absl::StatusOr<int64_t> CreateSweep(Sweep sweep, std::vector<Variant> variants,
+                                      std::vector<Run> runs);
+  absl::StatusOr<Sweep> GetSweep(int64_t sweep_id) const;
+  // Newest first.
+  absl::StatusOr<std::vector<Sweep>> ListSweeps(const SweepFilter& filter = {}) const;
+  // In index order (baseline first). NOT_FOUND for an unknown sweep.
+  absl::StatusOr<std::vector<Variant>> ListVariants(int64_t sweep_id) const;
+  absl::StatusOr<Run> GetRun(int64_t run_id) const;
+  // Oldest first (submission order, which is also the scheduler's FIFO order).
+  absl::StatusOr<std::vector<Run>> ListRuns(const RunFilter& filter = {}) const;
+  // Every RunState, with 0 for states no run is in. NOT_FOUND for an unknown sweep.
+  absl::StatusOr<std::map<RunState, int>> CountRunsByState(int64_t sweep_id) const;
+  // Cancels the sweep and each of its unfinished runs. Returns the runs that were assigned or
+  // running, whose workers must be told to stop; their attempts stay open until the workers
+  // report (FinishAttempt) or are lost (LoseAttempt). FAILED_PRECONDITION when the sweep has
+  // already finished (succeeded, failed or cancelled).
+  absl::StatusOr<std::vector<int64_t>> CancelSweep(int64_t sweep_id);
+  // Sets the summary columns of a run (the worker's running summary). NOT_FOUND if no such run.
+  absl::Status UpdateRunSummary(int64_t run_id, const RunSummary& summary);
+
+  // --- Attempts (fencing) --------------------------------------------------------------------
+  // Assigns a queued run to a worker: a new attempt whose number and fencing token are one more
+  // than the run's previous ones; the run becomes assigned with this as its current attempt.
+  // FAILED_PRECONDITION when the run is not queued.
+  absl::StatusOr<Attempt> CreateAttempt(int64_t run_id, const std::string& worker_id);
+  absl::StatusOr<Attempt> GetAttempt(int64_t attempt_id) const;
+  // In attempt-number order.
+  absl::StatusOr<std::vector<Attempt>> ListAttempts(int64_t run_id) const;
+  // The trainer started: attempt and run become running (idempotent for a running attempt).
+  // FAILED_PRECONDITION for a stale token / non-current or finished attempt.
+  absl::Status MarkAttemptRunning(int64_t attempt_id, int64_t fencing_token);
+  // Ends the current attempt and moves its run on: kSucceeded -> run succeeded; kFailed ->
+  // attempts_used + 1 and the run is requeued, or failed once attempts_used reaches the sweep's
+  // max_attempts; kCancelled -> a cancelled run stays cancelled, any other is requeued without
+  // counting. A cancelled run stays cancelled whatever the result. Returns the updated run.
+  // FAILED_PRECONDITION, changing nothing, for a stale token, a non-current attempt or one
+  // already finished; INVALID_ARGUMENT for a result state other than the three above.
+  absl::StatusOr<Run> FinishAttempt(int64_t attempt_id, int64_t fencing_token,
+                                    const AttemptResult& result);
+  // The attempt's worker was lost: the attempt becomes lost and, if it is its run's current
+  // attempt and the run is unfinished, the run is requeued without counting against
+  // attempts_used. FAILED_PRECONDITION for a finished attempt. Returns the updated run.
+  absl::StatusOr<Run> LoseAttempt(int64_t attempt_id);
+
+  // --- Metrics -------------------------------------------------------------------------------
+  // Stores one batch of points of the run's current attempt. Idempotent per (attempt_id, seq):
+  // a batch already committed returns true (duplicate) and changes nothing; a new one returns
+  // false. A point for a step already stored replaces it. FAILED_PRECONDITION for a stale token
+  // or non-current attempt; INVALID_ARGUMENT when the attempt is not the run's.
+  absl::StatusOr<bool> AppendMetrics(int64_t run_id, int64_t attempt_id, int64_t fencing_token,
+                                     int64_t seq, const std::vector<MetricPoint>& points);
+  // The curve of the run's current attempt (or its latest one, while the run is requeued),
+  // downsampled to at most `max_points` per series with the min and max of each bucket
+  // (0 = kDefaultMaxPoints). INVALID_ARGUMENT for max_points < 0 or == 1.
+  absl::StatusOr<MetricCurve> GetMetrics(int64_t run_id, int max_points) const;
+  // Raw points of the same attempt with step > after_step, in step order (live streaming);
+  // limit 0 = all.
+  absl::StatusOr<std::vector<MetricPoint>> ListMetricPoints(int64_t run_id, int64_t after_step,
+                                                            int limit) const;
+
+  // --- Workers -------------------------------------------------------------------------------
+  // Inserts or replaces a worker's description; registered_ms is kept from the first
+  // registration (now when 0 on insert). INVALID_ARGUMENT for an empty id.
+  absl::Status UpsertWorker(const Worker& worker);
+  absl::Status SetWorkerConnected(const std::string& worker_id, bool connected);
+  // Records a heartbeat at `now_ms`.
+  absl::Status TouchWorker(const std::string& worker_id, TimestampMs now_ms);
+  absl::StatusOr<Worker> GetWorker(const std::string& worker_id) const;
+  // By id.
+  absl::StatusOr<std::vector<Worker>> ListWorkers() const;
+
+  // --- Events --------------------------------------------------------------------------------
+  // Appends an event (time_ms 0 = now; sweep_id / run_id 0 = none) and returns its id. Ids only
+  // grow, so ListEvents' after_id is a safe cursor.
+  absl::StatusOr<int64_t> AppendEvent(const Event& event);
+  // Events with id > after_id, oldest first. sweep_id 0 = every sweep; run_id 0 = every run of
+  // the sweep and its sweep-level events. limit 0 = no limit.
+  absl::StatusOr<std::vector<Event>> ListEvents(int64_t sweep_id, int64_t run_id, int64_t after_id,
+                                                int limit) const;
+
+ private:
+  Store(std::string path, StoreOptions options, int schema_version,
+        std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer);
+
+  TimestampMs Now() const;
+  // Runs `fn` in a read transaction on a pooled reader connection.
+  absl::Status ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) const;
+  // Runs `fn` on the writer thread inside a transaction; returns once it is committed.
+  absl::Status WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn);
+
+  template <class T>
+  absl::StatusOr<T> Read(absl::FunctionRef<absl::StatusOr<T>(Connection&)> fn) const {
+    std::optional<absl::StatusOr<T>> result;
+    absl::Status status = ReadTx([&](Connection& c) {
+      result.emplace(fn(c));
+      return result->status();
+    });
+    if (!status.ok()) return status;
+    return *std::move(result);
+  }
+  template <class T>
+  absl::StatusOr<T> Write(absl::FunctionRef<absl::StatusOr<T>(Connection&)> fn) {
+    std::optional<absl::StatusOr<T>> result;
+    absl::Status status = WriteTx([&](Connection& c) {
+      result.emplace(fn(c));
+      return result->status();
+    });
+    if (!status.ok()) return status;
+    return *std::move(result);
+  }
+
+  const std::string path_;
+  const StoreOptions options_;
+  const int schema_version_;
+  std::unique_ptr<ConnectionPool> readers_;
+  std::unique_ptr<Writer> writer_;  // destroyed first: drains writes before readers go
+};
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_STORE_STORE_H_
