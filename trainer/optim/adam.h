@@ -1,0 +1,40 @@
+// Adam with torch.optim.Adam semantics (bias correction, no weight decay), one lr per group and
+// shared betas and eps. Every rank runs it on every parameter (the state is small).
+#ifndef ABLATE_TRAINER_OPTIM_ADAM_H_
+#define ABLATE_TRAINER_OPTIM_ADAM_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace ablate {
+
+struct AdamConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+};
+
+// A contiguous run of the flat parameter buffer with its base lr.
+struct AdamSpan {
+  int64_t offset = 0;
+  int64_t numel = 0;
+  double lr = 0;
+};
+
+class Adam {
+ public:
+  Adam(AdamConfig config, std::vector<AdamSpan> spans);
+
+  // One step (t = number of calls so far + 1) with lr = span.lr × lr_mult.
+  void Step(float* params, const float* grads, double lr_mult);
+
+ private:
+  AdamConfig config_;
+  std::vector<AdamSpan> spans_;
+  std::vector<std::vector<float>> m_, v_;  // per span
+  int64_t t_ = 0;
+};
+
+}  // namespace ablate
+
+#endif  // ABLATE_TRAINER_OPTIM_ADAM_H_

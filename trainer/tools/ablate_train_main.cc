@@ -1,0 +1,119 @@
+// ablate-train: trains one GPT run and streams JSON-lines events on stdout (DESIGN §6.1).
+// Human logs go to stderr. Exit codes are in kHelpFooter.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "trainer/data/shard_reader.h"
+#include "trainer/tools/run_config_builder.h"
+#include "trainer/train/trainer.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitInvalid = 2;
+constexpr int kExitDiverged = 3;
+
+constexpr const char* kHelpFooter = R"(
+Config: start from --preset at --scale (or the schema defaults), then --config, then each
+--set, in that order. Knob names and ranges: `ablate presets` / trainer/config/knob_table.cc.
+
+Events (stdout, one JSON object per line): start, step, val, end, error.
+  step.step and val.step count completed steps; step.lr is the schedule's multiplier of every
+  group's base lr; train_ms excludes validation and the first untimed_steps steps.
+
+Exit codes:
+  0  finished (end.status ok), or cancelled by SIGTERM/SIGINT at a step boundary
+     (end.status cancelled)
+  1  failed during training (error event, end.status failed)
+  2  invalid arguments, knobs or data, rejected before any work (error event)
+  3  the loss became NaN or infinite (error event, end.status failed)
+
+Example:
+  ablate-train --preset r9-shortcuts --scale tiny --set logit_softcap=15 \
+      --train 'data/train_*.bin' --val 'data/val_*.bin'
+)";
+
+std::atomic<bool> g_stop{false};  // set by SIGTERM/SIGINT; read at step boundaries
+
+void OnSignal(int) { g_stop.store(true); }
+
+struct Args {
+  ablate::RunConfigSources sources;
+  std::string train, val, backend = "cpu";
+  int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  int world_size = 1;
+  int64_t max_steps = -1;
+};
+
+void AddOptions(CLI::App& app, Args& a) {
+  app.add_option("--config", a.sources.config_file, "JSON file of knobs (flat or nested)");
+  app.add_option("--preset", a.sources.preset,
+                 "record recipe: r8-untied, r9-shortcuts, r11-unet, r18-softcap15, r20-sub3min");
+  app.add_option("--scale", a.sources.scale, "full, small or tiny")->default_val("full");
+  app.add_option("--set", a.sources.sets, "override one knob: --set muon.lr=0.05 (repeatable)");
+  app.add_option("--train", a.train, "glob of training shards")->required();
+  app.add_option("--val", a.val, "glob of validation shards")->required();
+  app.add_option("--backend", a.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--threads", a.threads, "CPU threads in total (split across ranks)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--world-size", a.world_size, "ranks, run as threads on the CPU")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--max-steps", a.max_steps,
+                 "stop after N steps without changing the schedule (then validate)")
+      ->check(CLI::NonNegativeNumber);
+  app.footer(kHelpFooter);
+}
+
+int Fail(ablate::EventSink& events, int code, const std::string& message) {
+  events.Emit({{"event", "error"}, {"message", message}});
+  std::cerr << "ablate-train: " << message << "\n";
+  return code;
+}
+
+int ExitCode(ablate::TrainStatus s) {
+  switch (s) {
+    case ablate::TrainStatus::kOk:
+    case ablate::TrainStatus::kCancelled: return kExitOk;
+    case ablate::TrainStatus::kInvalid: return kExitInvalid;
+    case ablate::TrainStatus::kFailed: return kExitFailed;
+    case ablate::TrainStatus::kDiverged: return kExitDiverged;
+  }
+  return kExitFailed;
+}
+
+int Run(const Args& a) {
+  ablate::JsonLinesSink events(&std::cout);
+  ablate::Result<nlohmann::json> config = ablate::BuildRunConfig(a.sources);
+  if (!config.ok()) return Fail(events, kExitInvalid, config.error().message);
+  auto train = ablate::ExpandShardPattern(a.train);
+  if (!train.ok()) return Fail(events, kExitInvalid, train.error().message);
+  auto val = ablate::ExpandShardPattern(a.val);
+  if (!val.ok()) return Fail(events, kExitInvalid, val.error().message);
+  ablate::TrainOptions o{*train, *val,
+                         a.backend == "cuda" ? ablate::Backend::kCuda : ablate::Backend::kCpu,
+                         a.world_size, a.threads, a.max_steps, &g_stop};
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  ablate::TrainOutcome out = ablate::Train(*config, o, events);
+  if (out.status != ablate::TrainStatus::kOk) std::cerr << "ablate-train: " << out.message << "\n";
+  return ExitCode(out.status);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ablate-train: train a GPT with the NanoGPT speedrun's techniques (CPU backend)"};
+  Args args;
+  AddOptions(app, args);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitInvalid;
+  }
+  return Run(args);
+}

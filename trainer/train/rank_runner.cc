@@ -1,0 +1,145 @@
+// The training loop of one rank (records' order: evaluate at step boundaries, then train).
+#include "trainer/train/rank_runner.h"
+
+#include <cmath>
+
+#include "trainer/cpu/parallel.h"
+#include "trainer/model/param_init.h"
+#include "trainer/model/window_schedule.h"
+
+namespace ablate {
+namespace {
+
+using J = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+J OrNull(const std::optional<double>& v) { return v ? J(*v) : J(nullptr); }
+
+}  // namespace
+
+RankRunner::RankRunner(const RunPlan& plan, Communicator& comm, TokenLoader train, ValLoader val,
+                       EventSink* events)
+    : plan_(plan), comm_(comm), train_(std::move(train)), val_(std::move(val)), events_(events),
+      gpt_(plan.model, plan.micro_batch, plan.model.seq_len),
+      optimizer_(plan.optim, gpt_.layout(), comm.rank(), comm.world_size()),
+      batch_(plan.micro_batch * (plan.model.seq_len + 1)) {}
+
+Status RankRunner::Init() {
+  cpu::SetThreads(plan_.threads_per_rank);
+  if (comm_.rank() == 0) InitParams(plan_.model, gpt_.layout(), plan_.seed, gpt_.params().data());
+  return comm_.Broadcast(gpt_.params(), 0);
+}
+
+TrainOutcome RankRunner::Run() {
+  Status s = Init();
+  for (int64_t step = 0; s.ok(); ++step) {
+    bool val_due = step == plan_.last_step ||
+                   (plan_.val_every > 0 && step % plan_.val_every == 0);
+    if (val_due) s = Evaluate(step);
+    if (!s.ok() || step == plan_.last_step || ShouldStop()) break;
+    s = TrainStep(step);
+  }
+  if (!s.ok() && outcome_.status == TrainStatus::kOk) {
+    outcome_ = {TrainStatus::kFailed, s.message()};
+  }
+  if (outcome_.status != TrainStatus::kOk && outcome_.status != TrainStatus::kCancelled) {
+    Emit({{"event", "error"}, {"message", outcome_.message}});
+  }
+  EmitEnd();
+  return outcome_;
+}
+
+bool RankRunner::ShouldStop() {
+  float flag = comm_.rank() == 0 && plan_.stop != nullptr && plan_.stop->load() ? 1.f : 0.f;
+  std::vector<float> v = {flag};
+  if (!comm_.AllReduce(v, ReduceOp::kSum).ok() || v[0] > 0) {
+    outcome_ = {TrainStatus::kCancelled, "cancelled"};
+    return true;
+  }
+  return false;
+}
+
+Status RankRunner::Evaluate(int64_t step) {
+  std::vector<int64_t> windows = LayerWindowBlocks(plan_.model, step, plan_.num_iterations);
+  val_.Reset();
+  std::vector<float> sum = {0.f};
+  while (val_.NextBatch(batch_.data())) sum[0] += gpt_.Forward(batch_.data(), windows);
+  Status s = comm_.AllReduce(sum, ReduceOp::kSum);
+  if (!s.ok()) return s;
+  double loss = double(sum[0]) / double(val_.num_batches());
+  if (!std::isfinite(loss)) {
+    outcome_ = {TrainStatus::kDiverged, "validation loss is not finite at step " +
+                                            std::to_string(step)};
+    return Error{outcome_.message, ""};
+  }
+  final_val_ = loss;
+  if (!time_to_target_ms_ && loss <= plan_.target_val_loss) {
+    time_to_target_ms_ = train_ms_;
+    target_step_ = step;
+  }
+  Emit({{"event", "val"}, {"step", step}, {"val_loss", loss}, {"train_ms", train_ms_}});
+  return {};
+}
+
+Status RankRunner::TrainStep(int64_t step) {
+  Clock::time_point t0 = Clock::now();
+  std::vector<int64_t> windows = LayerWindowBlocks(plan_.model, step, plan_.num_iterations);
+  std::fill(gpt_.grads().begin(), gpt_.grads().end(), 0.f);
+  int64_t accum = train_.grad_accum_steps();
+  std::vector<float> stats = {0.f, 0.f};  // mean loss, data errors
+  std::string data_error;
+  for (int64_t micro = 0; micro < accum; ++micro) {
+    Status s = train_.NextBatch(batch_.data());
+    if (!s.ok()) {
+      stats[1] = 1.f, data_error = s.message();
+      break;
+    }
+    stats[0] += gpt_.Forward(batch_.data(), windows) / float(accum);
+    gpt_.Backward(1.f / float(accum));
+  }
+  Status s = comm_.AllReduce(stats, ReduceOp::kAvg);
+  if (!s.ok()) return s;
+  if (stats[1] > 0) return Error{data_error.empty() ? "a peer rank failed to read data" : data_error, ""};
+  if (!std::isfinite(stats[0])) {
+    outcome_ = {TrainStatus::kDiverged, "train loss is not finite at step " + std::to_string(step)};
+    return Error{outcome_.message, ""};
+  }
+  s = comm_.AllReduce(gpt_.grads(), ReduceOp::kAvg);
+  if (s.ok()) s = optimizer_.Step(gpt_.params().data(), gpt_.grads().data(), step, comm_);
+  if (!s.ok()) return s;
+  double step_ms = MsSince(t0);
+  if (step >= plan_.untimed_steps) train_ms_ += step_ms;
+  steps_done_ = step + 1;
+  EmitStep(step, stats[0], step_ms);
+  return {};
+}
+
+void RankRunner::EmitStep(int64_t step, double loss, double step_ms) {
+  Emit({{"event", "step"},
+        {"step", step + 1},
+        {"train_loss", loss},
+        {"lr", optimizer_.LrMultiplier(step)},
+        {"momentum", optimizer_.Momentum(step)},
+        {"step_ms", step_ms},
+        {"train_ms", train_ms_},
+        {"tokens", (step + 1) * plan_.batch_tokens}});
+}
+
+void RankRunner::EmitEnd() {
+  std::string status = outcome_.status == TrainStatus::kOk          ? "ok"
+                       : outcome_.status == TrainStatus::kCancelled ? "cancelled"
+                                                                    : "failed";
+  Emit({{"event", "end"},
+        {"status", status},
+        {"final_val_loss", OrNull(final_val_)},
+        {"time_to_target_ms", OrNull(time_to_target_ms_)},
+        {"target_step", target_step_ ? J(*target_step_) : J(nullptr)},
+        {"steps", steps_done_},
+        {"train_ms", train_ms_}});
+}
+
+}  // namespace ablate
