@@ -70,14 +70,19 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Flags
   return grpc::SslServerCredentials(opts);
 }
 
-// Blocks SIGTERM/SIGINT in every thread (call before starting any) and returns a thread that
-// waits for one and then runs `on_signal`.
-std::thread SignalWaiter(std::function<void(int)> on_signal) {
+// Blocks SIGTERM and SIGINT in the calling thread, and so in every thread started after it
+// (gRPC's included): they are then taken only by sigwait in WaitForSignal.
+sigset_t BlockShutdownSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+// A thread that waits for one of `set` and then runs `on_signal`.
+std::thread WaitForSignal(sigset_t set, std::function<void(int)> on_signal) {
   return std::thread([set, on_signal] {
     int sig = 0;
     sigwait(&set, &sig);
@@ -86,6 +91,7 @@ std::thread SignalWaiter(std::function<void(int)> on_signal) {
 }
 
 int Serve(const Flags& f) {
+  sigset_t signals = BlockShutdownSignals();
   absl::StatusOr<std::string> client_token = ReadToken(f.client_token_file);
   absl::StatusOr<std::string> worker_token = ReadToken(f.worker_token_file);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(f);
@@ -130,7 +136,7 @@ int Serve(const Flags& f) {
     std::ofstream(f.port_file + ".tmp") << port << "\n";
     std::filesystem::rename(f.port_file + ".tmp", f.port_file, ec);
   }
-  std::thread waiter = SignalWaiter([&](int sig) {
+  std::thread waiter = WaitForSignal(signals, [&](int sig) {
     std::cerr << "ablate-coordinator: signal " << sig << ", shutting down" << std::endl;
     feed.Close();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -216,7 +216,7 @@ grpc::Status AblateServiceImpl::WatchRun(grpc::ServerContext* ctx, const v1::Wat
   while (!ctx->IsCancelled()) {
     absl::StatusOr<Run> run = store_->GetRun(req->id());
     if (!run.ok()) return ToGrpc(run.status());
-    absl::StatusOr<std::vector<MetricPoint>> points = store_->GetMetricsSince(run->id, last_step);
+    absl::StatusOr<std::vector<MetricPoint>> points = store_->ListMetricPoints(run->id, last_step, 100000);
     if (!points.ok()) return ToGrpc(points.status());
     if (!told || !(*told == Fingerprint(*run)) || !points->empty()) {
       v1::RunUpdate update;
@@ -245,7 +245,7 @@ grpc::Status AblateServiceImpl::GetMetrics(grpc::ServerContext* ctx,
   absl::StatusOr<Run> run = store_->GetRun(req->run_id());
   if (!run.ok()) return ToGrpc(run.status());
   int max_points = req->max_points() == 0 ? 2000 : req->max_points();
-  absl::StatusOr<MetricSeries> series = store_->GetMetrics(req->run_id(), max_points);
+  absl::StatusOr<MetricCurve> series = store_->GetMetrics(req->run_id(), max_points);
   if (!series.ok()) return ToGrpc(series.status());
   for (const MetricPoint& p : series->points) ToProto(p, resp->add_points());
   resp->set_total_points(series->total_points);

@@ -71,7 +71,7 @@ class CliTest : public ::testing::Test {
   ProcessResult Cli(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
     std::vector<std::string> argv = {ABLATE_CLI_BIN, "--server", coordinator_->address()};
     argv.insert(argv.end(), args.begin(), args.end());
-    return Run(argv, std::move(env));
+    return RunProcess(argv, std::move(env));
   }
 
   json CliJson(std::vector<std::string> args) {
@@ -129,7 +129,7 @@ TEST_F(CliTest, SubmitListShowRuns) {
 
   json runs = CliJson({"runs", "--sweep", "1"});
   ASSERT_EQ(runs["runs"].size(), 6u);
-  json run = CliJson({"run", std::to_string(runs["runs"][1]["id"].get<int64_t>())});
+  json run = CliJson({"run", runs["runs"][1]["id"].get<std::string>()});  // int64 is a JSON string
   json config = json::parse(run["config_json"].get<std::string>());
   EXPECT_EQ(config["seed"], run["seed"]);
   EXPECT_EQ(config["vocab_size"], 512);
@@ -159,7 +159,7 @@ TEST_F(CliTest, ExitCodes) {
   ProcessResult help = Cli({"submit", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--dry-run"), std::string::npos);
-  ProcessResult gone = Run({ABLATE_CLI_BIN, "--server", "127.0.0.1:1", "sweeps"});
+  ProcessResult gone = RunProcess({ABLATE_CLI_BIN, "--server", "127.0.0.1:1", "sweeps"});
   EXPECT_EQ(gone.exit_code, 5);
   EXPECT_NE(gone.err.find("cannot reach the coordinator"), std::string::npos) << gone.err;
 }

@@ -90,7 +90,7 @@ std::optional<ProcessResult> Subprocess::Wait(std::chrono::milliseconds timeout)
 std::string Subprocess::Stdout() const { return ReadFile(out_path_); }
 std::string Subprocess::Stderr() const { return ReadFile(err_path_); }
 
-ProcessResult Run(std::vector<std::string> argv, std::map<std::string, std::string> env,
+ProcessResult RunProcess(std::vector<std::string> argv, std::map<std::string, std::string> env,
                   std::chrono::milliseconds timeout, const std::string& stdin_text) {
   TempDir dir;
   std::string in_path = dir.path() + "/stdin";

@@ -44,7 +44,7 @@ class Subprocess {
 };
 
 // Runs a command to completion (at most `timeout`, then SIGKILL) with optional stdin text.
-ProcessResult Run(std::vector<std::string> argv, std::map<std::string, std::string> env = {},
+ProcessResult RunProcess(std::vector<std::string> argv, std::map<std::string, std::string> env = {},
                   std::chrono::milliseconds timeout = std::chrono::seconds(60),
                   const std::string& stdin_text = "");
 
