@@ -19,7 +19,7 @@ CREATE TABLE sweeps (
   dataset         TEXT NOT NULL DEFAULT '',
   target_val_loss REAL NOT NULL,
   seeds           INTEGER NOT NULL CHECK (seeds >= 1),
-  gpus_per_run    INTEGER NOT NULL CHECK (gpus_per_run >= 1),
+  gpus_per_run    INTEGER NOT NULL CHECK (gpus_per_run >= 0),  -- 0 = one CPU slot
   priority        INTEGER NOT NULL DEFAULT 0,
   max_concurrent  INTEGER NOT NULL DEFAULT 0 CHECK (max_concurrent >= 0),
   max_attempts    INTEGER NOT NULL CHECK (max_attempts >= 1),
