@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
