@@ -1,0 +1,152 @@
+// ablate-train as a real child process: event stream, exit codes, knob rejection before any
+// work, SIGTERM cancellation at a step boundary, NaN divergence, the CUDA seam.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tests/trainer/train_fixture.h"
+
+namespace ablate {
+namespace {
+
+using J = nlohmann::json;
+
+struct Child {
+  pid_t pid = -1;
+  FILE* out = nullptr;  // the child's stdout
+};
+
+Child Spawn(const std::vector<std::string>& args) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> argv = {const_cast<char*>(ABLATE_TRAIN_BIN)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(ABLATE_TRAIN_BIN, argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  return {pid, fdopen(fds[0], "r")};
+}
+
+// Next JSON event line, or null at EOF.
+J NextEvent(Child& c) {
+  char* line = nullptr;
+  size_t cap = 0;
+  ssize_t n = getline(&line, &cap, c.out);
+  J e = n > 0 ? J::parse(std::string(line, n)) : J();
+  free(line);
+  return e;
+}
+
+int Wait(Child& c, std::vector<J>* rest = nullptr) {
+  for (J e = NextEvent(c); !e.is_null(); e = NextEvent(c)) {
+    if (rest != nullptr) rest->push_back(e);
+  }
+  fclose(c.out);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+class AblateTrainCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteShards(dir_);
+    std::FILE* f = std::fopen(dir_.File("run.json").c_str(), "w");
+    std::fputs(testing::TinyTrainConfig().dump().c_str(), f);
+    std::fclose(f);
+  }
+  std::vector<std::string> Args(std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--config", dir_.File("run.json"), "--train",
+                                  dir_.File("train_*.bin"), "--val", dir_.File("val_*.bin"),
+                                  "--threads", "1"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(AblateTrainCli, TrainsAndStreamsEvents) {
+  Child c = Spawn(Args({}));
+  std::vector<J> events;
+  EXPECT_EQ(Wait(c, &events), 0);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front()["event"], "start");
+  EXPECT_EQ(events.back()["event"], "end");
+  EXPECT_EQ(events.back()["status"], "ok");
+  int steps = 0;
+  for (const J& e : events) steps += e["event"] == "step";
+  EXPECT_EQ(steps, 6);
+}
+
+TEST_F(AblateTrainCli, RejectsUnknownAndOutOfRangeKnobsBeforeAnyWork) {
+  for (std::string bad : {"muon.lrr=0.1", "muon.lr=-1", "n_head=3"}) {
+    Child c = Spawn(Args({"--set", bad}));
+    std::vector<J> events;
+    EXPECT_EQ(Wait(c, &events), 2) << bad;
+    ASSERT_EQ(events.size(), 1u) << bad;
+    EXPECT_EQ(events[0]["event"], "error") << bad;
+  }
+}
+
+TEST_F(AblateTrainCli, CudaBackendSaysItIsNotBuilt) {
+  Child c = Spawn(Args({"--backend", "cuda"}));
+  std::vector<J> events;
+  EXPECT_EQ(Wait(c, &events), 2);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0]["message"].get<std::string>().find("CUDA"), std::string::npos);
+}
+
+TEST_F(AblateTrainCli, SigtermCancelsAtAStepBoundary) {
+  Child c = Spawn(Args({"--set", "num_iterations=100000", "--set", "val_every=0"}));
+  J e = NextEvent(c);
+  while (!e.is_null() && e["event"] != "step") e = NextEvent(c);
+  ASSERT_FALSE(e.is_null());
+  kill(c.pid, SIGTERM);
+  std::vector<J> events;
+  EXPECT_EQ(Wait(c, &events), 0);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["event"], "end");
+  EXPECT_EQ(events.back()["status"], "cancelled");
+  EXPECT_LT(events.back()["steps"].get<int>(), 100000);
+}
+
+TEST_F(AblateTrainCli, NonFiniteLossIsAnErrorWithExitCode3) {
+  // Scalar lr 100 on 16 layers of λ0·x mixes and U-Net skips: the stream overflows in a few
+  // steps (knob ranges stop a plain lr of 1e30).
+  Child c = Spawn(Args({"--set", "embed_shortcut=true", "--set", "unet_skips=true", "--set",
+                        "adam.scalar_lr=100", "--set", "n_layer=16", "--set", "embed_norm=false",
+                        "--set", "num_iterations=100", "--set", "val_every=0"}));
+  std::vector<J> events;
+  EXPECT_EQ(Wait(c, &events), 3);
+  bool saw_error = false;
+  for (const J& e : events) saw_error |= e["event"] == "error";
+  EXPECT_TRUE(saw_error);
+  EXPECT_EQ(events.back()["status"], "failed");
+}
+
+TEST_F(AblateTrainCli, HelpTeachesExitCodes) {
+  Child c = Spawn({"--help"});
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, c.out);
+  buf[n] = 0;
+  fclose(c.out);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(std::string(buf).find("Exit codes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ablate
