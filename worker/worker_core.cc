@@ -1,0 +1,292 @@
+// Attempts, batching and outbox delivery. Lock order: mu_, then an attempt's batch_mu, then
+// send_mu_; outbox appends (fsync) happen under batch_mu only, never under mu_.
+#include "worker/worker_core.h"
+
+#include <iostream>
+
+#include "worker/datasets.h"
+
+namespace ablate::worker {
+namespace {
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string RunDirName(const v1::Assignment& a) {
+  return std::to_string(a.run_id()) + "-a" + std::to_string(a.attempt_id());
+}
+
+}  // namespace
+
+void LogLine(std::string_view line) {
+  static absl::Mutex log_mu;
+  absl::MutexLock lock(&log_mu);
+  std::cerr << "ablate-worker: " << line << std::endl;
+}
+
+struct WorkerCore::Attempt {
+  Attempt(const v1::Assignment& as, BatcherOptions batching)
+      : assignment(as), batcher(batching) {}
+  const v1::Assignment assignment;
+  std::unique_ptr<RunSupervisor> supervisor;
+  absl::Mutex batch_mu;
+  Batcher batcher ABSL_GUARDED_BY(batch_mu);
+  bool finished ABSL_GUARDED_BY(batch_mu) = false;
+  bool stale = false;  // guarded by WorkerCore::mu_
+};
+
+absl::StatusOr<std::unique_ptr<WorkerCore>> WorkerCore::Create(WorkerCoreOptions options,
+                                                               MessageSink* sink) {
+  absl::StatusOr<std::unique_ptr<Outbox>> outbox = Outbox::Open(options.work_dir + "/outbox");
+  if (!outbox.ok()) return outbox.status();
+  if (!options.now_ms) options.now_ms = SteadyMs;
+  return std::unique_ptr<WorkerCore>(
+      new WorkerCore(std::move(options), sink, std::move(outbox).value()));
+}
+
+WorkerCore::WorkerCore(WorkerCoreOptions options, MessageSink* sink,
+                       std::unique_ptr<Outbox> outbox)
+    : options_(std::move(options)), sink_(sink), outbox_(std::move(outbox)) {
+  pump_ = std::thread([this] { Pump(); });
+}
+
+WorkerCore::~WorkerCore() { Shutdown(); }
+
+void WorkerCore::HandleAssignment(const v1::Assignment& as) {
+  auto a = std::make_shared<Attempt>(as, options_.batcher);
+  Attempt* raw = a.get();  // the attempt outlives its supervisor (it owns it)
+  a->supervisor = std::make_unique<RunSupervisor>(
+      SpecFor(as), RunCallbacks{[this, raw] { SendStarted(*raw); },
+                                [this, raw](const v1::MetricPoint& p) { OnPoint(*raw, p); },
+                                [this, raw](const RunResult& r) { OnExit(*raw, r); }});
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || attempts_.count(as.attempt_id()) > 0) return;  // shutting down, or a repeat
+    attempts_[as.attempt_id()] = a;
+  }
+  if (as.num_nodes() > 1) {
+    LogLine("attempt " + std::to_string(as.attempt_id()) +
+            ": multi-node runs are not supported by this trainer; running this node alone");
+  }
+  LogLine("run " + std::to_string(as.run_id()) + " attempt " + std::to_string(as.attempt_id()) +
+          ": starting the trainer");
+  if (absl::Status s = a->supervisor->Start(); !s.ok()) FailToStart(as, s);
+}
+
+RunSpec WorkerCore::SpecFor(const v1::Assignment& as) const {
+  return RunSpec{options_.trainer_path,
+                 options_.work_dir + "/runs/" + RunDirName(as),
+                 as.config_json(),
+                 TrainGlob(options_.data_dir, as.dataset()),
+                 ValGlob(options_.data_dir, as.dataset()),
+                 {as.gpus().begin(), as.gpus().end()},
+                 options_.trainer_args};
+}
+
+void WorkerCore::FailToStart(const v1::Assignment& as, const absl::Status& why) {
+  LogLine("attempt " + std::to_string(as.attempt_id()) + ": " + why.ToString());
+  v1::RunFinished f;
+  f.set_attempt_id(as.attempt_id());
+  f.set_fencing_token(as.fencing_token());
+  f.set_status("failed");
+  f.set_exit_code(127);
+  f.set_error(std::string(why.message()));
+  AppendFinished(f);
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = attempts_.find(as.attempt_id());
+    if (it != attempts_.end()) {
+      absl::MutexLock batch_lock(&it->second->batch_mu);
+      it->second->finished = true;
+    }
+  }
+  SendPending();
+}
+
+void WorkerCore::SendStarted(const Attempt& a) {
+  v1::WorkerMessage m;
+  m.mutable_run_started()->set_attempt_id(a.assignment.attempt_id());
+  m.mutable_run_started()->set_fencing_token(a.assignment.fencing_token());
+  // Not in the outbox: after a reconnect, Hello.running says the same thing.
+  sink_->Send(m, sink_->Generation());
+}
+
+void WorkerCore::OnPoint(Attempt& a, const v1::MetricPoint& point) {
+  absl::MutexLock lock(&a.batch_mu);
+  if (auto batch = a.batcher.Add(point, options_.now_ms())) AppendBatch(a, std::move(*batch));
+}
+
+void WorkerCore::AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points) {
+  if (points.empty()) return;
+  v1::MetricBatch batch;
+  batch.set_attempt_id(a.assignment.attempt_id());
+  batch.set_fencing_token(a.assignment.fencing_token());
+  for (v1::MetricPoint& p : points) *batch.add_points() = std::move(p);
+  absl::StatusOr<v1::WorkerMessage> m = outbox_->AppendBatch(std::move(batch));
+  if (!m.ok()) Record(m.status());
+}
+
+void WorkerCore::AppendFinished(const v1::RunFinished& finished) {
+  absl::StatusOr<v1::WorkerMessage> m = outbox_->AppendFinished(finished);
+  if (!m.ok()) Record(m.status());
+}
+
+void WorkerCore::OnExit(Attempt& a, const RunResult& r) {
+  const v1::Assignment& as = a.assignment;
+  LogLine("run " + std::to_string(as.run_id()) + " attempt " + std::to_string(as.attempt_id()) +
+          ": trainer ended: " + r.status + (r.error.empty() ? "" : " (" + r.error + ")"));
+  {
+    absl::MutexLock lock(&a.batch_mu);
+    AppendBatch(a, a.batcher.TakeAll());
+    v1::RunFinished f;
+    f.set_attempt_id(as.attempt_id());
+    f.set_fencing_token(as.fencing_token());
+    f.set_status(r.status);
+    f.set_exit_code(r.exit_code);
+    f.set_error(r.error);
+    f.set_stderr_tail(r.stderr_tail);
+    *f.mutable_summary() = r.summary;
+    AppendFinished(f);
+    a.finished = true;
+  }
+  bool stale;
+  {
+    absl::MutexLock lock(&mu_);
+    stale = a.stale;
+  }
+  if (stale) Record(outbox_->Drop(as.attempt_id()));
+  SendPending();
+}
+
+void WorkerCore::HandleAck(const v1::Ack& ack) { Record(outbox_->Ack(ack.attempt_id(), ack.seq())); }
+
+void WorkerCore::HandleCancel(const v1::Cancel& cancel) {
+  std::shared_ptr<Attempt> a;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = attempts_.find(cancel.attempt_id());
+    if (it != attempts_.end()) a = it->second;
+  }
+  bool running = a && a->supervisor && !a->supervisor->done();
+  if (running) {
+    LogLine("attempt " + std::to_string(cancel.attempt_id()) + ": cancel (" + cancel.reason() +
+            ")");
+    a->supervisor->Cancel(std::chrono::milliseconds(std::max<int64_t>(0, cancel.grace_ms())));
+    return;
+  }
+  if (a) {
+    absl::MutexLock lock(&a->batch_mu);  // wait for OnExit to finish writing the outbox
+  }
+  LogLine("attempt " + std::to_string(cancel.attempt_id()) + ": writes refused (" +
+          cancel.reason() + "), dropping its outbox");
+  Record(outbox_->Drop(cancel.attempt_id()));
+}
+
+void WorkerCore::HandleStale(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) {
+    std::shared_ptr<Attempt> a;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = attempts_.find(id);
+      if (it != attempts_.end()) a = it->second, a->stale = true;
+    }
+    LogLine("attempt " + std::to_string(id) + " is stale: stopping it");
+    if (a && a->supervisor) a->supervisor->Cancel(options_.shutdown_grace);
+    Record(outbox_->Drop(id));
+  }
+}
+
+std::vector<v1::HeldAttempt> WorkerCore::Held() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::HeldAttempt> held;
+  for (const auto& [id, a] : attempts_) {
+    if (!a->supervisor || a->supervisor->done() || a->stale) continue;
+    v1::HeldAttempt h;
+    h.set_run_id(a->assignment.run_id());
+    h.set_attempt_id(id);
+    h.set_fencing_token(a->assignment.fencing_token());
+    held.push_back(h);
+  }
+  return held;
+}
+
+size_t WorkerCore::running() const { return Held().size(); }
+
+void WorkerCore::SendPending() {
+  absl::MutexLock lock(&send_mu_);
+  uint64_t generation = sink_->Generation();
+  if (generation == 0) return;
+  if (generation != sent_generation_) sent_upto_.clear(), sent_generation_ = generation;
+  for (int64_t id : outbox_->Attempts()) {
+    for (const OutboxEntry& e : outbox_->PendingAfter(id, sent_upto_[id])) {
+      if (!sink_->Send(e.message, generation)) return;
+      sent_upto_[id] = e.seq;
+    }
+  }
+}
+
+void WorkerCore::Pump() {
+  absl::MutexLock lock(&mu_);
+  while (!pump_stop_) {
+    mu_.AwaitWithTimeout(absl::Condition(&pump_stop_), absl::FromChrono(options_.tick));
+    mu_.Unlock();
+    FlushDueAndReap();
+    SendPending();
+    mu_.Lock();
+  }
+}
+
+// Cuts batches that are old enough and destroys the supervisors of finished attempts (joining
+// their threads, which cannot happen on those threads themselves).
+void WorkerCore::FlushDueAndReap() {
+  std::vector<std::shared_ptr<Attempt>> all, reaped;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = attempts_.begin(); it != attempts_.end();) {
+      bool done = !it->second->supervisor || it->second->supervisor->done();
+      (done ? reaped : all).push_back(it->second);
+      it = done ? attempts_.erase(it) : std::next(it);
+    }
+  }
+  for (const std::shared_ptr<Attempt>& a : all) {
+    absl::MutexLock lock(&a->batch_mu);
+    if (a->finished) continue;
+    if (auto batch = a->batcher.TakeIfDue(options_.now_ms())) AppendBatch(*a, std::move(*batch));
+  }
+  reaped.clear();  // ~RunSupervisor joins
+}
+
+void WorkerCore::Shutdown() {
+  std::vector<std::shared_ptr<Attempt>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    if (pump_stop_) return;
+    stopping_ = true;
+    for (const auto& [id, a] : attempts_) all.push_back(a);
+  }
+  for (const auto& a : all) {
+    if (a->supervisor) a->supervisor->Cancel(options_.shutdown_grace);
+  }
+  for (const auto& a : all) {
+    if (a->supervisor) a->supervisor->Wait(options_.shutdown_grace + std::chrono::seconds(2));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    pump_stop_ = true;
+  }
+  if (pump_.joinable()) pump_.join();
+  FlushDueAndReap();
+  SendPending();
+}
+
+void WorkerCore::Record(const absl::Status& s) {
+  if (s.ok()) return;
+  LogLine("error: " + s.ToString());
+  absl::MutexLock lock(&mu_);
+  if (first_error_.ok()) first_error_ = s;
+}
+
+}  // namespace ablate::worker

@@ -1,0 +1,112 @@
+// The worker's brain, free of gRPC: turns Assignments into supervised trainer children, their
+// points into batches in the outbox, acknowledgements into outbox trims, Cancels into signals, and
+// pushes every unacknowledged outbox entry, in order, to whatever connection is current.
+#ifndef ABLATE_WORKER_WORKER_CORE_H_
+#define ABLATE_WORKER_WORKER_CORE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "ablate/v1/worker.pb.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "worker/batcher.h"
+#include "worker/outbox.h"
+#include "worker/run_supervisor.h"
+
+namespace ablate::worker {
+
+// The connection to the coordinator as the core sees it. Implementations are thread-safe.
+class MessageSink {
+ public:
+  virtual ~MessageSink() = default;
+  // Identifies the current connection (after its Welcome); 0 while disconnected. Changes at every
+  // reconnection, so a sender can tell that what it sent earlier may need sending again.
+  virtual uint64_t Generation() = 0;
+  // Writes `message` on connection `generation`; false when that connection is gone.
+  virtual bool Send(const v1::WorkerMessage& message, uint64_t generation) = 0;
+};
+
+// Writes one line to stderr, prefixed "ablate-worker: ". Thread-safe.
+void LogLine(std::string_view line);
+
+struct WorkerCoreOptions {
+  std::string work_dir;      // runs/ and outbox/ live here
+  std::string data_dir;      // datasets (see datasets.h)
+  std::string trainer_path;  // absolute path of ablate-train
+  std::vector<std::string> trainer_args;  // appended to every trainer command line
+  BatcherOptions batcher;
+  std::chrono::milliseconds tick{100};     // how often due batches are flushed and sent
+  std::chrono::milliseconds shutdown_grace{10000};
+  std::function<int64_t()> now_ms;  // monotonic ms; steady_clock when unset
+};
+
+// Thread-safe. Handle* methods are called by the connection's reader; callbacks of the children
+// arrive on supervisor threads; a pump thread flushes due batches every `tick`.
+class WorkerCore {
+ public:
+  // Opens WORK/outbox (loading what a previous process left unacknowledged) and starts the pump.
+  // Errors from the outbox (file system).
+  static absl::StatusOr<std::unique_ptr<WorkerCore>> Create(WorkerCoreOptions options,
+                                                            MessageSink* sink);
+  ~WorkerCore();  // Shutdown() if not done
+
+  void HandleAssignment(const v1::Assignment& assignment);
+  void HandleAck(const v1::Ack& ack);
+  // A running attempt gets SIGTERM, then SIGKILL after grace_ms. An attempt that is no longer
+  // running has had its writes refused: its outbox entries are dropped.
+  void HandleCancel(const v1::Cancel& cancel);
+  // Welcome.stale_attempt_ids: those children are stopped and their outbox entries dropped.
+  void HandleStale(const std::vector<int64_t>& attempt_ids);
+  // Attempts whose trainer is still running (Hello.running).
+  std::vector<v1::HeldAttempt> Held() const;
+  // Sends every outbox entry not yet sent on the current connection. Called after a (re)connect.
+  void SendPending();
+
+  // Stops accepting work, SIGTERMs every child, waits up to shutdown_grace for them (SIGKILL
+  // after it), records their RunFinished and sends what it can. Idempotent.
+  void Shutdown();
+  size_t running() const;
+
+ private:
+  struct Attempt;
+  WorkerCore(WorkerCoreOptions options, MessageSink* sink, std::unique_ptr<Outbox> outbox);
+  void OnPoint(Attempt& a, const v1::MetricPoint& point);
+  void OnExit(Attempt& a, const RunResult& result);
+  void AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points);
+  void AppendFinished(const v1::RunFinished& finished);
+  RunSpec SpecFor(const v1::Assignment& assignment) const;
+  void FailToStart(const v1::Assignment& assignment, const absl::Status& why);
+  void Pump();
+  void FlushDueAndReap();
+  void SendStarted(const Attempt& a);
+  void Record(const absl::Status& s);
+
+  const WorkerCoreOptions options_;
+  MessageSink* const sink_;
+  const std::unique_ptr<Outbox> outbox_;
+
+  mutable absl::Mutex mu_;
+  std::map<int64_t, std::shared_ptr<Attempt>> attempts_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool pump_stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex send_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  uint64_t sent_generation_ ABSL_GUARDED_BY(send_mu_) = 0;
+  std::map<int64_t, int64_t> sent_upto_ ABSL_GUARDED_BY(send_mu_);  // attempt -> seq
+
+  std::thread pump_;
+};
+
+}  // namespace ablate::worker
+
+#endif  // ABLATE_WORKER_WORKER_CORE_H_

@@ -1,0 +1,150 @@
+// ablate-worker: the daemon on each GPU node (DESIGN §4). Registers the node with the coordinator,
+// runs assigned attempts as ablate-train children and streams their metrics back.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "worker/command.h"
+#include "worker/datasets.h"
+#include "worker/gpu_probe.h"
+#include "worker/worker_client.h"
+#include "worker/worker_core.h"
+
+namespace {
+
+using namespace ablate::worker;
+
+struct Flags {
+  std::string coordinator, work_dir, token_file, gpus = "all", name, data_dir, trainer;
+  int cpu_slots = 1;
+  int64_t heartbeat_ms = 0;
+  int64_t grace_ms = 10000;
+};
+
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--coordinator", f.coordinator, "coordinator HOST:PORT")->required();
+  app.add_option("--work-dir", f.work_dir, "run folders and the outbox live here")->required();
+  app.add_option("--token-file", f.token_file, "file holding the worker token");
+  app.add_option("--gpus", f.gpus, "all, none, or indices like 0,1")->default_val("all");
+  app.add_option("--cpu-slots", f.cpu_slots, "concurrent CPU-only runs")
+      ->check(CLI::NonNegativeNumber)->default_val(1);
+  app.add_option("--name", f.name, "worker id (default: the host name)");
+  app.add_option("--data-dir", f.data_dir, "datasets (default: WORK_DIR/data)");
+  app.add_option("--trainer", f.trainer,
+                 "ablate-train binary (default: next to this binary, then $PATH)");
+  app.add_option("--heartbeat-ms", f.heartbeat_ms,
+                 "heartbeat period (default: what the coordinator's Welcome asks)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--grace-ms", f.grace_ms, "SIGTERM-to-SIGKILL grace for children at shutdown")
+      ->check(CLI::NonNegativeNumber)->default_val(10000);
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "localhost";
+}
+
+std::string Trim(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t\r\n"));
+  s.erase(s.find_last_not_of(" \t\r\n") + 1);
+  return s;
+}
+
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read token file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return Trim(ss.str());
+}
+
+std::string TrainerVersion(const std::string& trainer) {
+  absl::StatusOr<CommandResult> r = RunCommand({trainer, "--version"}, std::chrono::seconds(10));
+  if (!r.ok() || r->exit_code != 0 || Trim(r->out).empty()) return "unknown";
+  return Trim(r->out);
+}
+
+int Die(const std::string& message) {
+  std::cerr << "ablate-worker: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ablate-worker: runs ablate-train children for an ablate coordinator"};
+  Flags f;
+  AddFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+  // Block the shutdown signals before any thread starts; one thread takes them with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  if (f.data_dir.empty()) f.data_dir = f.work_dir + "/data";
+  absl::StatusOr<std::string> trainer = FindExecutable(f.trainer.empty() ? "ablate-train" : f.trainer);
+  if (!trainer.ok()) return Die(std::string(trainer.status().message()));
+  absl::StatusOr<std::string> token = ReadToken(f.token_file);
+  if (!token.ok()) return Die(std::string(token.status().message()));
+  absl::StatusOr<std::vector<ablate::v1::Gpu>> gpus =
+      SelectGpus(f.gpus == "none" ? std::vector<ablate::v1::Gpu>{} : ProbeGpus(), f.gpus);
+  if (!gpus.ok()) return Die(std::string(gpus.status().message()));
+
+  const std::string host = HostName(), id = f.name.empty() ? host : f.name;
+  const std::string version = TrainerVersion(*trainer);
+  WorkerCoreOptions core_options;
+  core_options.work_dir = f.work_dir;
+  core_options.data_dir = f.data_dir;
+  core_options.trainer_path = *trainer;
+  core_options.shutdown_grace = std::chrono::milliseconds(f.grace_ms);
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  core_options.trainer_args = {"--threads", std::to_string(std::max(1, cores / std::max(1, f.cpu_slots)))};
+
+  WorkerCore* core_ptr = nullptr;
+  WorkerClientOptions client_options;
+  client_options.coordinator = f.coordinator;
+  client_options.token = *token;
+  client_options.heartbeat_ms = f.heartbeat_ms;
+  client_options.make_hello = [&] {
+    ablate::v1::Hello hello;
+    hello.set_worker_id(id);
+    hello.set_host(host);
+    for (const auto& g : *gpus) *hello.add_gpus() = g;
+    hello.set_cpu_slots(f.cpu_slots);
+    hello.set_trainer_version(version);
+    for (const std::string& d : ListDatasets(f.data_dir)) hello.add_datasets(d);
+    for (const auto& h : core_ptr->Held()) *hello.add_running() = h;
+    return hello;
+  };
+  WorkerClient client(client_options);
+  absl::StatusOr<std::unique_ptr<WorkerCore>> core = WorkerCore::Create(core_options, &client);
+  if (!core.ok()) return Die(core.status().ToString());
+  core_ptr = core->get();
+  client.SetCore(core_ptr);
+  LogLine("worker " + id + ": " + std::to_string(gpus->size()) + " GPU(s), " +
+          std::to_string(f.cpu_slots) + " CPU slot(s), trainer " + *trainer + " (" + version +
+          "), datasets in " + f.data_dir);
+
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    LogLine(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+            ": stopping children");
+    (*core)->Shutdown();
+    client.Stop();
+  });
+  client.Run();
+  signals.join();
+  core->reset();
+  LogLine("stopped");
+  return 0;
+}
