@@ -18,6 +18,7 @@
 #include "server/core/change_feed.h"
 #include "server/rpc/ablate_service.h"
 #include "server/rpc/token_auth.h"
+#include "server/rpc/worker_service.h"
 #include "server/store/store.h"
 
 namespace ablate {
@@ -31,6 +32,9 @@ struct Flags {
   std::string tls_cert;
   std::string tls_key;
   std::string port_file;
+  int64_t lease_ms = 10000;
+  int64_t heartbeat_ms = 1000;
+  int64_t cancel_grace_ms = 10000;
 };
 
 std::string DefaultDataDir() {
@@ -116,7 +120,20 @@ int Serve(const Flags& f) {
   }
   ChangeFeed feed;
   TokenAuth auth(*client_token, *worker_token);
-  AblateServiceImpl client_service(store->get(), &feed, &auth);
+  DispatcherOptions dispatch_options;
+  dispatch_options.lease_ms = f.lease_ms;
+  dispatch_options.heartbeat_interval_ms = f.heartbeat_ms;
+  dispatch_options.cancel_grace_ms = f.cancel_grace_ms;
+  Dispatcher dispatcher(store->get(), &feed, dispatch_options);
+  if (absl::Status s = dispatcher.Start(); !s.ok()) {
+    std::cerr << "ablate-coordinator: " << s.message() << "\n";
+    return 1;
+  }
+  ServiceHooks hooks;
+  hooks.on_cancel = [&](const std::vector<int64_t>& runs) { dispatcher.CancelRuns(runs); };
+  hooks.runs_by_worker = [&] { return dispatcher.RunsByWorker(); };
+  AblateServiceImpl client_service(store->get(), &feed, &auth, hooks);
+  WorkerServiceImpl worker_service(&dispatcher, &auth);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -124,6 +141,7 @@ int Serve(const Flags& f) {
   int port = 0;
   builder.AddListeningPort(f.listen, *creds, &port);
   builder.RegisterService(&client_service);
+  builder.RegisterService(&worker_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "ablate-coordinator: cannot listen on " << f.listen << "\n";
@@ -143,6 +161,7 @@ int Serve(const Flags& f) {
   });
   server->Wait();
   waiter.join();
+  dispatcher.Stop();
   std::cerr << "ablate-coordinator: stopped" << std::endl;
   return 0;
 }
@@ -168,6 +187,14 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", f.tls_cert, "PEM certificate: serve TLS (needs --tls-key)");
   app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert");
   app.add_option("--port-file", f.port_file, "write the bound port here once listening");
+  app.add_option("--lease-ms", f.lease_ms,
+                 "a worker silent this long loses its runs (requeued, not counted as failures)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--heartbeat-ms", f.heartbeat_ms, "how often workers must heartbeat")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--cancel-grace-ms", f.cancel_grace_ms,
+                 "SIGTERM to SIGKILL delay when a run is cancelled")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -40,8 +40,8 @@ RunFingerprint Fingerprint(const Run& r) {
 }  // namespace
 
 AblateServiceImpl::AblateServiceImpl(Store* store, ChangeFeed* feed, const TokenAuth* auth,
-                                     CancelHook on_cancel)
-    : store_(store), feed_(feed), auth_(auth), on_cancel_(std::move(on_cancel)) {}
+                                     ServiceHooks hooks)
+    : store_(store), feed_(feed), auth_(auth), hooks_(std::move(hooks)) {}
 
 absl::Status AblateServiceImpl::FillSweep(int64_t id, bool full, v1::Sweep* out) {
   absl::StatusOr<Sweep> sweep = store_->GetSweep(id);
@@ -122,7 +122,7 @@ grpc::Status AblateServiceImpl::CancelSweep(grpc::ServerContext* ctx,
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
   absl::StatusOr<std::vector<int64_t>> active = store_->CancelSweep(req->id());
   if (!active.ok()) return ToGrpc(active.status());
-  if (on_cancel_ && !active->empty()) on_cancel_(*active);
+  if (hooks_.on_cancel && !active->empty()) hooks_.on_cancel(*active);
   feed_->Notify();
   return ToGrpc(FillSweep(req->id(), /*full=*/false, resp));
 }
@@ -258,7 +258,13 @@ grpc::Status AblateServiceImpl::ListWorkers(grpc::ServerContext* ctx,
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
   absl::StatusOr<std::vector<Worker>> workers = store_->ListWorkers();
   if (!workers.ok()) return ToGrpc(workers.status());
-  for (const Worker& w : *workers) ToProto(w, resp->add_workers());
+  std::map<std::string, std::vector<int64_t>> runs;
+  if (hooks_.runs_by_worker) runs = hooks_.runs_by_worker();
+  for (const Worker& w : *workers) {
+    v1::Worker* out = resp->add_workers();
+    ToProto(w, out);
+    for (int64_t r : runs[w.id]) out->add_run_ids(r);
+  }
   return grpc::Status::OK;
 }
 

@@ -6,6 +6,7 @@
 #define ABLATE_SERVER_RPC_ABLATE_SERVICE_H_
 
 #include <functional>
+#include <map>
 
 #include "ablate/v1/client.grpc.pb.h"
 #include "server/core/change_feed.h"
@@ -14,14 +15,20 @@
 
 namespace ablate {
 
-// Called with the run ids a cancel made inactive, so the scheduler can stop their trainers.
-using CancelHook = std::function<void(const std::vector<int64_t>& run_ids)>;
+// What the client service needs from the dispatcher, as plain functions so that the service
+// can run without one (tests, dry runs).
+struct ServiceHooks {
+  // Called with the run ids a cancel made inactive, so their trainers are stopped.
+  std::function<void(const std::vector<int64_t>& run_ids)> on_cancel;
+  // Runs each connected worker executes now.
+  std::function<std::map<std::string, std::vector<int64_t>>()> runs_by_worker;
+};
 
 class AblateServiceImpl final : public v1::AblateService::Service {
  public:
   // `store`, `feed` and `auth` must outlive the service.
   AblateServiceImpl(Store* store, ChangeFeed* feed, const TokenAuth* auth,
-                    CancelHook on_cancel = nullptr);
+                    ServiceHooks hooks = {});
 
   grpc::Status SubmitSweep(grpc::ServerContext* ctx, const v1::SubmitSweepRequest* req,
                            v1::SubmitSweepResponse* resp) override;
@@ -53,7 +60,7 @@ class AblateServiceImpl final : public v1::AblateService::Service {
   Store* const store_;
   ChangeFeed* const feed_;
   const TokenAuth* const auth_;
-  const CancelHook on_cancel_;
+  const ServiceHooks hooks_;
 };
 
 }  // namespace ablate

@@ -1,0 +1,98 @@
+// Greedy priority/FIFO placement with backfill and gang scheduling.
+#include "server/core/placement.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace ablate {
+namespace {
+
+bool HasDataset(const NodeCapacity& n, const std::string& dataset) {
+  return dataset.empty() ||
+         std::find(n.datasets.begin(), n.datasets.end(), dataset) != n.datasets.end();
+}
+
+// A single-node share for `run`, taking capacity from `n`; nullopt when it does not fit.
+std::optional<NodeShare> TakeOnNode(NodeCapacity& n, int gpus) {
+  if (gpus == 0) {
+    if (n.free_cpu_slots <= 0) return std::nullopt;
+    --n.free_cpu_slots;
+    return NodeShare{n.worker_id, {}};
+  }
+  if (static_cast<int>(n.free_gpus.size()) < gpus) return std::nullopt;
+  NodeShare share{n.worker_id, {n.free_gpus.begin(), n.free_gpus.begin() + gpus}};
+  n.free_gpus.erase(n.free_gpus.begin(), n.free_gpus.begin() + gpus);
+  return share;
+}
+
+// Whole idle nodes for a run larger than any node; all-or-nothing.
+std::optional<std::vector<NodeShare>> TakeGang(std::vector<NodeCapacity*>& fits, int gpus) {
+  std::vector<NodeCapacity*> chosen;
+  int got = 0;
+  for (NodeCapacity* n : fits) {
+    if (n->total_gpus == 0 || static_cast<int>(n->free_gpus.size()) != n->total_gpus) continue;
+    chosen.push_back(n);
+    got += n->total_gpus;
+    if (got >= gpus) break;
+  }
+  if (got != gpus) return std::nullopt;
+  std::vector<NodeShare> shares;
+  for (NodeCapacity* n : chosen) {
+    shares.push_back({n->worker_id, n->free_gpus});
+    n->free_gpus.clear();
+  }
+  return shares;
+}
+
+std::string WaitReason(const QueuedRun& r, bool any_dataset_node, int max_node_gpus) {
+  if (!any_dataset_node) {
+    return "no connected worker has dataset '" + r.dataset + "'";
+  }
+  if (r.gpus_per_run == 0) return "waiting for a free CPU slot";
+  if (r.gpus_per_run > max_node_gpus && max_node_gpus > 0 && r.gpus_per_run % max_node_gpus) {
+    return "needs " + std::to_string(r.gpus_per_run) + " GPUs, not a multiple of whole nodes";
+  }
+  return "waiting for " + std::to_string(r.gpus_per_run) + " free GPUs";
+}
+
+}  // namespace
+
+Plan PlanAssignments(PlanInput in) {
+  std::stable_sort(in.queue.begin(), in.queue.end(), [](const QueuedRun& a, const QueuedRun& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.run_id < b.run_id;
+  });
+  int max_node_gpus = 0;
+  for (const NodeCapacity& n : in.nodes) max_node_gpus = std::max(max_node_gpus, n.total_gpus);
+  Plan plan;
+  for (const QueuedRun& r : in.queue) {
+    int& active = in.active_per_sweep[r.sweep_id];
+    if (r.max_concurrent > 0 && active >= r.max_concurrent) {
+      plan.waiting[r.run_id] = "sweep is at max_concurrent " + std::to_string(r.max_concurrent);
+      continue;
+    }
+    std::vector<NodeCapacity*> fits;
+    for (NodeCapacity& n : in.nodes) {
+      if (HasDataset(n, r.dataset)) fits.push_back(&n);
+    }
+    std::optional<std::vector<NodeShare>> shares;
+    if (r.gpus_per_run <= max_node_gpus || r.gpus_per_run == 0) {
+      for (NodeCapacity* n : fits) {
+        if (std::optional<NodeShare> s = TakeOnNode(*n, r.gpus_per_run)) {
+          shares = std::vector<NodeShare>{*s};
+          break;
+        }
+      }
+    } else {
+      shares = TakeGang(fits, r.gpus_per_run);
+    }
+    if (!shares) {
+      plan.waiting[r.run_id] = WaitReason(r, !fits.empty(), max_node_gpus);
+      continue;
+    }
+    ++active;
+    plan.placements.push_back({r.run_id, std::move(*shares)});
+  }
+  return plan;
+}
+
+}  // namespace ablate

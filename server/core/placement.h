@@ -1,0 +1,63 @@
+// Where queued runs go: a pure function from the queue and the nodes' free capacity to a list of
+// placements. Knows nothing of gRPC or SQLite; the dispatcher feeds it and carries it out.
+//
+// Rules (DESIGN §4): runs are taken by priority (high first), then FIFO (submission order).
+// A run needs gpus_per_run GPUs on one node, or — when it needs more than any single node has —
+// whole nodes all-or-nothing (gang scheduling; nodes[0] is rank 0). gpus_per_run 0 needs one
+// CPU slot. A node only takes runs whose dataset it has. A sweep never has more than
+// max_concurrent runs assigned or running (0 = unlimited). A run that cannot be placed does not
+// block lower-priority runs that fit elsewhere (backfill).
+#ifndef ABLATE_SERVER_CORE_PLACEMENT_H_
+#define ABLATE_SERVER_CORE_PLACEMENT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ablate {
+
+struct NodeCapacity {
+  std::string worker_id;
+  int total_gpus = 0;
+  std::vector<int> free_gpus;  // indices on that node
+  int free_cpu_slots = 0;
+  std::vector<std::string> datasets;
+};
+
+struct QueuedRun {
+  int64_t run_id = 0;
+  int64_t sweep_id = 0;
+  int priority = 0;
+  int gpus_per_run = 0;  // 0 = one CPU slot
+  std::string dataset;   // "" = any node
+  int max_concurrent = 0;
+};
+
+struct NodeShare {
+  std::string worker_id;
+  std::vector<int> gpus;  // empty for a CPU run
+};
+
+struct Placement {
+  int64_t run_id = 0;
+  std::vector<NodeShare> nodes;  // nodes[0] is rank 0
+};
+
+struct PlanInput {
+  std::vector<QueuedRun> queue;  // any order; PlanAssignments sorts
+  std::vector<NodeCapacity> nodes;
+  std::map<int64_t, int> active_per_sweep;  // runs assigned or running now
+};
+
+struct Plan {
+  std::vector<Placement> placements;
+  // Why each unplaced run waits, in words ("no connected worker has dataset 'x'").
+  std::map<int64_t, std::string> waiting;
+};
+
+Plan PlanAssignments(PlanInput input);
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_CORE_PLACEMENT_H_

@@ -1,0 +1,405 @@
+// Worker sessions, leases and the scheduling loop.
+#include "server/dispatch/dispatcher.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "server/rpc/convert.h"
+#include "trainer/config/knob_schema.h"
+
+namespace ablate {
+namespace {
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+DispatcherOptions WithDefaults(DispatcherOptions o) {
+  if (!o.clock) o.clock = SystemNowMs;
+  return o;
+}
+
+AttemptState AttemptStateOf(const std::string& status) {
+  if (status == "ok") return AttemptState::kSucceeded;
+  if (status == "cancelled") return AttemptState::kCancelled;
+  return AttemptState::kFailed;  // "failed", "nan", anything unknown
+}
+
+v1::CoordinatorMessage AckOf(int64_t attempt_id, int64_t seq, bool finished) {
+  v1::CoordinatorMessage m;
+  m.mutable_ack()->set_attempt_id(attempt_id);
+  m.mutable_ack()->set_seq(seq);
+  m.mutable_ack()->set_finished(finished);
+  return m;
+}
+
+v1::CoordinatorMessage CancelOf(int64_t attempt_id, int64_t grace_ms, const std::string& why) {
+  v1::CoordinatorMessage m;
+  m.mutable_cancel()->set_attempt_id(attempt_id);
+  m.mutable_cancel()->set_grace_ms(grace_ms);
+  m.mutable_cancel()->set_reason(why);
+  return m;
+}
+
+// A write refused for good: the worker must drop it (and stop the attempt).
+bool RefusedForGood(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kFailedPrecondition ||
+         s.code() == absl::StatusCode::kNotFound ||
+         s.code() == absl::StatusCode::kInvalidArgument;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(Store* store, ChangeFeed* feed, DispatcherOptions options)
+    : store_(store), feed_(feed), options_(WithDefaults(std::move(options))) {}
+
+Dispatcher::~Dispatcher() { Stop(); }
+
+absl::Status Dispatcher::Start() {
+  int64_t now = Now();
+  for (RunState state : {RunState::kAssigned, RunState::kRunning}) {
+    RunFilter filter;
+    filter.state = state;
+    absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
+    if (!runs.ok()) return runs.status();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Run& r : *runs) {
+      absl::StatusOr<Attempt> a = store_->GetAttempt(r.current_attempt_id);
+      if (!a.ok()) continue;
+      WorkerState& w = workers_[a->worker_id];
+      w.last_heartbeat_ms = now;  // a full lease to reconnect from now
+      w.attempts[a->id] = LiveAttempt{r.id, a->fencing_token, {}};
+    }
+  }
+  loop_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void Dispatcher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  feed_->Notify();
+  if (loop_.joinable()) loop_.join();
+}
+
+void Dispatcher::Loop() {
+  uint64_t seen = feed_->version();
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+    }
+    ExpireLeases();
+    ScheduleOnce();
+    if (feed_->closed()) return;
+    seen = feed_->WaitPast(seen, std::chrono::milliseconds(options_.tick_ms));
+  }
+}
+
+absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
+                                                 std::shared_ptr<WorkerSession> session) {
+  const std::string& id = hello.worker_id();
+  if (id.empty()) return absl::InvalidArgumentError("Hello.worker_id is empty");
+  Worker record;
+  record.id = id;
+  record.host = hello.host();
+  for (const v1::Gpu& g : hello.gpus()) record.gpus.push_back(FromProto(g));
+  record.cpu_slots = hello.cpu_slots();
+  record.trainer_version = hello.trainer_version();
+  record.datasets.assign(hello.datasets().begin(), hello.datasets().end());
+  record.connected = true;
+  record.last_heartbeat_ms = Now();
+  if (absl::Status s = store_->UpsertWorker(record); !s.ok()) return s;
+
+  v1::Welcome welcome;
+  welcome.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  welcome.set_lease_ms(options_.lease_ms);
+  std::map<int64_t, LiveAttempt> held;
+  for (const v1::HeldAttempt& h : hello.running()) {
+    absl::StatusOr<Attempt> a = store_->GetAttempt(h.attempt_id());
+    absl::StatusOr<Run> r = a.ok() ? store_->GetRun(a->run_id) : absl::StatusOr<Run>(a.status());
+    bool current = r.ok() && r->current_attempt_id == h.attempt_id() &&
+                   a->fencing_token == h.fencing_token() && a->worker_id == id &&
+                   !IsTerminal(r->state);
+    if (!current) {
+      welcome.add_stale_attempt_ids(h.attempt_id());
+      continue;
+    }
+    held[h.attempt_id()] = LiveAttempt{a->run_id, a->fencing_token,
+                                       std::vector<int>(h.gpus().begin(), h.gpus().end())};
+  }
+  std::vector<int64_t> vanished;  // the coordinator's attempts the worker no longer has
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    WorkerState& w = workers_[id];
+    for (const auto& [attempt_id, live] : w.attempts) {
+      if (!held.count(attempt_id)) vanished.push_back(attempt_id);
+    }
+    w.session = std::move(session);
+    w.last_heartbeat_ms = Now();
+    w.gpu_indices.clear();
+    for (const v1::Gpu& g : hello.gpus()) w.gpu_indices.push_back(g.index());
+    w.total_gpus = hello.gpus_size();
+    w.cpu_slots = hello.cpu_slots();
+    w.datasets = record.datasets;
+    w.attempts = std::move(held);
+  }
+  for (int64_t a : vanished) (void)store_->LoseAttempt(a);
+  feed_->Notify();
+  return welcome;
+}
+
+void Dispatcher::Unregister(const std::string& worker_id, const WorkerSession* session) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(worker_id);
+    if (it == workers_.end() || it->second.session.get() != session) return;
+    it->second.session.reset();
+  }
+  (void)store_->SetWorkerConnected(worker_id, false);
+  feed_->Notify();
+}
+
+void Dispatcher::OnHeartbeat(const std::string& worker_id) {
+  int64_t now = Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(worker_id);
+    if (it != workers_.end()) it->second.last_heartbeat_ms = now;
+  }
+  (void)store_->TouchWorker(worker_id, now);
+}
+
+void Dispatcher::OnRunStarted(const std::string& worker_id, const v1::RunStarted& msg) {
+  OnHeartbeat(worker_id);
+  absl::Status s = store_->MarkAttemptRunning(msg.attempt_id(), msg.fencing_token());
+  if (RefusedForGood(s)) {
+    SendTo(worker_id, CancelOf(msg.attempt_id(), options_.cancel_grace_ms, std::string(s.message())));
+  }
+  feed_->Notify();
+}
+
+std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& worker_id,
+                                                          const v1::MetricBatch& msg) {
+  OnHeartbeat(worker_id);
+  std::vector<MetricPoint> points;
+  points.reserve(msg.points_size());
+  for (const v1::MetricPoint& p : msg.points()) points.push_back(FromProto(p));
+  absl::StatusOr<Attempt> a = store_->GetAttempt(msg.attempt_id());
+  absl::Status s = a.status();
+  if (a.ok()) {
+    s = store_->AppendMetrics(a->run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(), points)
+            .status();
+  }
+  if (s.ok()) {
+    feed_->Notify();
+    return {AckOf(msg.attempt_id(), msg.seq(), false)};
+  }
+  if (RefusedForGood(s)) {
+    return {AckOf(msg.attempt_id(), msg.seq(), false),
+            CancelOf(msg.attempt_id(), options_.cancel_grace_ms, std::string(s.message()))};
+  }
+  std::cerr << "ablate-coordinator: metrics of attempt " << msg.attempt_id()
+            << " not committed (the worker will resend): " << s.message() << std::endl;
+  return {};
+}
+
+std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string& worker_id,
+                                                              const v1::RunFinished& msg) {
+  OnHeartbeat(worker_id);
+  AttemptResult result;
+  result.state = AttemptStateOf(msg.status());
+  result.exit_code = msg.exit_code();
+  result.error = msg.error();
+  if (msg.status() == "nan" && result.error.empty()) result.error = "loss became NaN or infinite";
+  result.stderr_tail = msg.stderr_tail();
+  if (msg.has_summary()) result.summary = FromProto(msg.summary());
+  absl::Status s =
+      store_->FinishAttempt(msg.attempt_id(), msg.fencing_token(), result).status();
+  if (!s.ok() && !RefusedForGood(s)) {
+    std::cerr << "ablate-coordinator: result of attempt " << msg.attempt_id()
+              << " not committed (the worker will resend): " << s.message() << std::endl;
+    return {};
+  }
+  Forget(msg.attempt_id());
+  feed_->Notify();
+  return {AckOf(msg.attempt_id(), 0, true)};
+}
+
+void Dispatcher::CancelRuns(const std::vector<int64_t>& run_ids) {
+  std::set<int64_t> wanted(run_ids.begin(), run_ids.end());
+  std::vector<std::pair<std::string, int64_t>> targets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [worker_id, w] : workers_) {
+      for (const auto& [attempt_id, live] : w.attempts) {
+        if (wanted.count(live.run_id)) targets.push_back({worker_id, attempt_id});
+      }
+    }
+  }
+  for (const auto& [worker_id, attempt_id] : targets) {
+    SendTo(worker_id, CancelOf(attempt_id, options_.cancel_grace_ms, "sweep cancelled"));
+  }
+}
+
+std::map<std::string, std::vector<int64_t>> Dispatcher::RunsByWorker() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& [worker_id, w] : workers_) {
+    for (const auto& [attempt_id, live] : w.attempts) out[worker_id].push_back(live.run_id);
+  }
+  return out;
+}
+
+std::map<int64_t, std::string> Dispatcher::WaitingReasons() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_;
+}
+
+void Dispatcher::ExpireLeases() {
+  int64_t now = Now();
+  std::vector<std::pair<std::string, int64_t>> lost;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [worker_id, w] : workers_) {
+      if (now - w.last_heartbeat_ms <= options_.lease_ms || w.attempts.empty()) continue;
+      for (const auto& [attempt_id, live] : w.attempts) lost.push_back({worker_id, attempt_id});
+      w.attempts.clear();
+    }
+  }
+  for (const auto& [worker_id, attempt_id] : lost) {
+    std::cerr << "ablate-coordinator: worker " << worker_id << " missed its lease; attempt "
+              << attempt_id << " lost, run requeued" << std::endl;
+    (void)store_->LoseAttempt(attempt_id);
+    (void)store_->SetWorkerConnected(worker_id, false);
+  }
+  if (!lost.empty()) feed_->Notify();
+}
+
+std::vector<NodeCapacity> Dispatcher::Capacity() const {
+  std::vector<NodeCapacity> nodes;
+  int64_t now = Now();
+  for (const auto& [worker_id, w] : workers_) {
+    if (!w.session || now - w.last_heartbeat_ms > options_.lease_ms) continue;
+    NodeCapacity n{worker_id, w.total_gpus, w.gpu_indices, w.cpu_slots, w.datasets};
+    for (const auto& [attempt_id, live] : w.attempts) {
+      if (live.gpus.empty()) --n.free_cpu_slots;
+      for (int g : live.gpus) std::erase(n.free_gpus, g);
+    }
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(std::map<int64_t, int>* active) {
+  RunFilter filter;
+  filter.state = RunState::kQueued;
+  absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
+  if (!runs.ok()) return runs.status();
+  std::map<int64_t, Sweep> sweeps;
+  std::vector<QueuedRun> queue;
+  for (const Run& r : *runs) {
+    auto it = sweeps.find(r.sweep_id);
+    if (it == sweeps.end()) {
+      absl::StatusOr<Sweep> sw = store_->GetSweep(r.sweep_id);
+      if (!sw.ok()) return sw.status();
+      absl::StatusOr<std::map<RunState, int>> counts = store_->CountRunsByState(r.sweep_id);
+      if (!counts.ok()) return counts.status();
+      (*active)[r.sweep_id] = (*counts)[RunState::kAssigned] + (*counts)[RunState::kRunning];
+      it = sweeps.emplace(r.sweep_id, *std::move(sw)).first;
+    }
+    const Sweep& sw = it->second;
+    queue.push_back(
+        {r.id, r.sweep_id, sw.priority, sw.gpus_per_run, sw.dataset, sw.max_concurrent});
+  }
+  return queue;
+}
+
+void Dispatcher::ScheduleOnce() {
+  PlanInput in;
+  absl::StatusOr<std::vector<QueuedRun>> queue = QueuedRuns(&in.active_per_sweep);
+  if (!queue.ok()) {
+    std::cerr << "ablate-coordinator: scheduling skipped: " << queue.status().message()
+              << std::endl;
+    return;
+  }
+  if (queue->empty()) return;
+  in.queue = *std::move(queue);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in.nodes = Capacity();
+  }
+  Plan plan = PlanAssignments(std::move(in));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = plan.waiting;
+  }
+  for (const Placement& p : plan.placements) Assign(p);
+}
+
+absl::StatusOr<std::string> Dispatcher::RunConfig(const Run& run) {
+  absl::StatusOr<std::vector<Variant>> variants = store_->ListVariants(run.sweep_id);
+  if (!variants.ok()) return variants.status();
+  for (const Variant& v : *variants) {
+    if (v.id != run.variant_id) continue;
+    nlohmann::json config = nlohmann::json::parse(v.config_json, nullptr, false);
+    if (!config.is_object()) return absl::DataLossError("variant config is not JSON");
+    config["seed"] = run.seed;
+    return CanonicalJson(config);
+  }
+  return absl::NotFoundError("variant of run " + std::to_string(run.id) + " not found");
+}
+
+void Dispatcher::Assign(const Placement& p) {
+  absl::StatusOr<Run> run = store_->GetRun(p.run_id);
+  if (!run.ok()) return;
+  absl::StatusOr<Sweep> sweep = store_->GetSweep(run->sweep_id);
+  absl::StatusOr<std::string> config = RunConfig(*run);
+  if (!sweep.ok() || !config.ok()) return;
+  absl::StatusOr<Attempt> attempt = store_->CreateAttempt(p.run_id, p.nodes[0].worker_id);
+  if (!attempt.ok()) return;  // no longer queued (cancelled meanwhile)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const NodeShare& n : p.nodes) {
+      workers_[n.worker_id].attempts[attempt->id] =
+          LiveAttempt{p.run_id, attempt->fencing_token, n.gpus};
+    }
+  }
+  for (size_t rank = 0; rank < p.nodes.size(); ++rank) {
+    v1::CoordinatorMessage m;
+    v1::Assignment* a = m.mutable_assignment();
+    a->set_run_id(p.run_id);
+    a->set_attempt_id(attempt->id);
+    a->set_fencing_token(attempt->fencing_token);
+    a->set_sweep_id(run->sweep_id);
+    a->set_config_json(*config);
+    a->set_dataset(sweep->dataset);
+    for (int g : p.nodes[rank].gpus) a->add_gpus(g);
+    a->set_node_rank(static_cast<int>(rank));
+    a->set_num_nodes(static_cast<int>(p.nodes.size()));
+    SendTo(p.nodes[rank].worker_id, m);
+  }
+  feed_->Notify();
+}
+
+void Dispatcher::Forget(int64_t attempt_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, w] : workers_) w.attempts.erase(attempt_id);  // every node of a gang
+}
+
+void Dispatcher::SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg) {
+  std::shared_ptr<WorkerSession> session;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(worker_id);
+    if (it != workers_.end()) session = it->second.session;
+  }
+  // A lost message is recovered by the lease: the attempt is requeued if the worker never acts.
+  if (session) session->Send(msg);
+}
+
+}  // namespace ablate

@@ -1,0 +1,121 @@
+// The coordinator's side of the worker protocol (proto/ablate/v1/worker.proto): which workers are
+// connected, what they hold, leases, and the scheduling loop that turns queued runs into
+// assignments. Placement itself is the pure PlanAssignments (server/core/placement.h); durable
+// state is the Store; this class holds only what can be rebuilt after a restart (workers
+// reconnect and announce their attempts).
+//
+// Thread-safe. gRPC stream handlers call Register/On*/Unregister from their own threads; the
+// dispatcher's loop thread schedules and expires leases.
+#ifndef ABLATE_SERVER_DISPATCH_DISPATCHER_H_
+#define ABLATE_SERVER_DISPATCH_DISPATCHER_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ablate/v1/worker.pb.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "server/core/change_feed.h"
+#include "server/core/placement.h"
+#include "server/store/store.h"
+
+namespace ablate {
+
+// The outbound half of one worker's stream. Send returns false once the stream is gone.
+class WorkerSession {
+ public:
+  virtual ~WorkerSession() = default;
+  virtual bool Send(const v1::CoordinatorMessage& msg) = 0;
+};
+
+struct DispatcherOptions {
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t lease_ms = 10000;        // attempts are lost after this long without a heartbeat
+  int64_t cancel_grace_ms = 10000;  // SIGTERM -> SIGKILL
+  int64_t tick_ms = 500;            // scheduling / lease check period when nothing happens
+  std::function<int64_t()> clock;   // ms since epoch; default system clock
+};
+
+class Dispatcher {
+ public:
+  // `store` and `feed` must outlive the dispatcher.
+  Dispatcher(Store* store, ChangeFeed* feed, DispatcherOptions options);
+  ~Dispatcher();  // Stop()
+
+  // Loads the attempts the store says are live (assigned or running), so that their workers
+  // get a lease period to reconnect after a coordinator restart, and starts the loop thread.
+  absl::Status Start();
+  void Stop();
+
+  // A worker said Hello on a new stream. Replaces an older session of the same worker id.
+  // Returns the Welcome to send (with the held attempts that are no longer current).
+  absl::StatusOr<v1::Welcome> Register(const v1::Hello& hello,
+                                       std::shared_ptr<WorkerSession> session);
+  // The stream of `session` ended (the worker keeps its attempts until its lease runs out).
+  void Unregister(const std::string& worker_id, const WorkerSession* session);
+
+  void OnHeartbeat(const std::string& worker_id);
+  void OnRunStarted(const std::string& worker_id, const v1::RunStarted& msg);
+  // Commits a metric batch; the reply is an Ack, plus a Cancel when the attempt is stale.
+  std::vector<v1::CoordinatorMessage> OnMetrics(const std::string& worker_id,
+                                                const v1::MetricBatch& msg);
+  std::vector<v1::CoordinatorMessage> OnRunFinished(const std::string& worker_id,
+                                                    const v1::RunFinished& msg);
+
+  // Sends Cancel for the live attempts of these runs (after a sweep was cancelled).
+  void CancelRuns(const std::vector<int64_t>& run_ids);
+
+  // Run ids each connected worker is executing now (for ListWorkers).
+  std::map<std::string, std::vector<int64_t>> RunsByWorker() const;
+  // Why queued runs are waiting, from the last scheduling pass.
+  std::map<int64_t, std::string> WaitingReasons() const;
+
+  // One scheduling pass and one lease check (the loop calls these; tests may too).
+  void ScheduleOnce();
+  void ExpireLeases();
+
+ private:
+  struct LiveAttempt {
+    int64_t run_id = 0;
+    int64_t fencing_token = 0;
+    std::vector<int> gpus;  // empty: a CPU slot
+  };
+  struct WorkerState {
+    std::shared_ptr<WorkerSession> session;  // null while disconnected
+    int64_t last_heartbeat_ms = 0;
+    int total_gpus = 0;
+    std::vector<int> gpu_indices;
+    int cpu_slots = 0;
+    std::vector<std::string> datasets;
+    std::map<int64_t, LiveAttempt> attempts;  // by attempt id
+  };
+
+  void Loop();
+  int64_t Now() const { return options_.clock(); }
+  std::vector<NodeCapacity> Capacity() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<QueuedRun>> QueuedRuns(std::map<int64_t, int>* active);
+  void Assign(const Placement& p);
+  absl::StatusOr<std::string> RunConfig(const Run& run);
+  void Forget(int64_t attempt_id);
+  void SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg);
+
+  Store* const store_;
+  ChangeFeed* const feed_;
+  const DispatcherOptions options_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, WorkerState> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::string> waiting_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread loop_;
+};
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_DISPATCH_DISPATCHER_H_
