@@ -43,5 +43,13 @@ std::span<const Migration> EmbeddedMigrations() { return kMigrations; }
 
 }  // namespace ablate
 ")
-  file(CONFIGURE OUTPUT "${output_cc}" CONTENT "${content}" @ONLY)
+  # Written only when it changes (no @VAR@ substitution: SQL is copied byte for byte), so that an
+  # unrelated reconfigure does not rebuild the library.
+  set(existing "")
+  if(EXISTS "${output_cc}")
+    file(READ "${output_cc}" existing)
+  endif()
+  if(NOT existing STREQUAL content)
+    file(WRITE "${output_cc}" "${content}")
+  endif()
 endfunction()
