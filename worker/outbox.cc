@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 namespace ablate::worker {
@@ -87,7 +88,9 @@ uint32_t Crc32(const std::string& bytes) {
 }
 
 absl::StatusOr<std::unique_ptr<Outbox>> Outbox::Open(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return PosixError("mkdir", dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError("create " + dir + ": " + ec.message());
   std::unique_ptr<Outbox> box(new Outbox(dir));
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return PosixError("opendir", dir);

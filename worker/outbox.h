@@ -39,7 +39,7 @@ struct OutboxEntry {
 // FAILED_PRECONDITION when appending to an attempt whose RunFinished is already in.
 class Outbox {
  public:
-  // Creates DIR if needed and loads every attempt file in it.
+  // Creates DIR (and its parents) if needed and loads every attempt file in it.
   static absl::StatusOr<std::unique_ptr<Outbox>> Open(const std::string& dir);
   ~Outbox();
 

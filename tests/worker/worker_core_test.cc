@@ -1,0 +1,243 @@
+// WorkerCore with a fake connection and the fake trainer: what reaches the coordinator, in what
+// order, and what is resent after reconnects, acknowledgements, cancels and restarts.
+#include "worker/worker_core.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/util/subprocess.h"
+#include "tests/worker/fake_trainer.h"
+
+namespace ablate::worker {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// A connection that records what is written; generation 0 means disconnected.
+class FakeSink : public MessageSink {
+ public:
+  uint64_t Generation() override {
+    absl::MutexLock l(&mu_);
+    return generation_;
+  }
+  bool Send(const v1::WorkerMessage& m, uint64_t generation) override {
+    absl::MutexLock l(&mu_);
+    if (generation == 0 || generation != generation_) return false;
+    sent_.push_back(m);
+    return true;
+  }
+  void Connect(uint64_t generation) {
+    absl::MutexLock l(&mu_);
+    generation_ = generation;
+    sent_.clear();
+  }
+  std::vector<v1::WorkerMessage> Sent() {
+    absl::MutexLock l(&mu_);
+    return sent_;
+  }
+  // Waits until a RunFinished was sent on the current connection.
+  bool WaitFinished(milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (const auto& m : Sent()) {
+        if (m.has_run_finished()) return true;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+
+ private:
+  absl::Mutex mu_;
+  uint64_t generation_ = 1;
+  std::vector<v1::WorkerMessage> sent_;
+};
+
+// Metric batch seqs and steps in send order; RunFinished shows as seq -1.
+struct Summary {
+  std::vector<int64_t> seqs;
+  std::vector<int64_t> train_steps;
+  int started = 0;
+  std::string status;
+};
+
+Summary Summarize(const std::vector<v1::WorkerMessage>& sent) {
+  Summary s;
+  for (const auto& m : sent) {
+    if (m.has_run_started()) ++s.started;
+    if (m.has_metrics()) {
+      s.seqs.push_back(m.metrics().seq());
+      for (const auto& p : m.metrics().points()) {
+        if (p.has_train_loss()) s.train_steps.push_back(p.step());
+      }
+    }
+    if (m.has_run_finished()) s.seqs.push_back(-1), s.status = m.run_finished().status();
+  }
+  return s;
+}
+
+class WorkerCoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<WorkerCore> MakeCore() {
+    WorkerCoreOptions o;
+    o.work_dir = dir_.path() + "/work";
+    o.data_dir = dir_.path() + "/data";
+    o.trainer_path = ablate::worker::testing::WriteFakeTrainer(dir_.path());
+    o.batcher = {.max_points = 3, .max_age_ms = 50};
+    o.tick = milliseconds(20);
+    o.shutdown_grace = seconds(2);
+    auto core = WorkerCore::Create(o, &sink_);
+    EXPECT_TRUE(core.ok()) << core.status();
+    return std::move(core).value();
+  }
+  v1::Assignment Assign(int64_t attempt, const nlohmann::json& fake) {
+    v1::Assignment a;
+    a.set_run_id(10);
+    a.set_attempt_id(attempt);
+    a.set_fencing_token(100 + attempt);
+    a.set_config_json(nlohmann::json({{"untimed_steps", 0}, {"fake", fake}}).dump());
+    a.set_dataset("ds");
+    return a;
+  }
+  static std::vector<int64_t> Range(int64_t from, int64_t to) {
+    std::vector<int64_t> v;
+    for (int64_t i = from; i <= to; ++i) v.push_back(i);
+    return v;
+  }
+  ablate::testing::TempDir dir_;
+  FakeSink sink_;
+};
+
+TEST_F(WorkerCoreTest, StreamsStartedBatchesInOrderThenFinished) {
+  auto core = MakeCore();
+  core->HandleAssignment(Assign(1, {{"steps", 10}, {"val_every", 0}}));
+  ASSERT_TRUE(sink_.WaitFinished(seconds(20)));
+  Summary s = Summarize(sink_.Sent());
+  EXPECT_EQ(s.started, 1);
+  EXPECT_EQ(s.train_steps, Range(1, 10));  // every step exactly once
+  ASSERT_GE(s.seqs.size(), 2u);
+  EXPECT_EQ(s.seqs.back(), -1);
+  s.seqs.pop_back();
+  EXPECT_EQ(s.seqs, Range(1, int64_t(s.seqs.size())));
+  EXPECT_EQ(s.status, "ok");
+  for (const auto& m : sink_.Sent()) {
+    if (m.has_metrics()) {
+      EXPECT_EQ(m.metrics().fencing_token(), 101);
+    }
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/work/runs/10-a1/config.json"));
+}
+
+TEST_F(WorkerCoreTest, ResendsUnacknowledgedAfterReconnectWithTheSameSeqs) {
+  auto core = MakeCore();
+  core->HandleAssignment(Assign(2, {{"steps", 7}, {"val_every", 0}}));
+  ASSERT_TRUE(sink_.WaitFinished(seconds(20)));
+  std::vector<v1::WorkerMessage> first = sink_.Sent();
+  int64_t batches = int64_t(Summarize(first).seqs.size()) - 1;
+  core->HandleAck([&] { v1::Ack a; a.set_attempt_id(2); a.set_seq(1); return a; }());
+  sink_.Connect(2);
+  core->SendPending();
+  Summary again = Summarize(sink_.Sent());
+  std::vector<int64_t> expected = Range(2, batches);
+  expected.push_back(-1);
+  EXPECT_EQ(again.seqs, expected);
+  EXPECT_EQ(sink_.Sent()[0].SerializeAsString(), first[2].SerializeAsString());  // same bytes
+  // Acknowledging the RunFinished empties the outbox: nothing after the next reconnect.
+  core->HandleAck([&] { v1::Ack a; a.set_attempt_id(2); a.set_seq(INT64_MAX); return a; }());
+  sink_.Connect(3);
+  core->SendPending();
+  EXPECT_TRUE(sink_.Sent().empty());
+}
+
+TEST_F(WorkerCoreTest, WhileDisconnectedEverythingWaitsInTheOutbox) {
+  auto core = MakeCore();
+  sink_.Connect(0);
+  core->HandleAssignment(Assign(3, {{"steps", 6}, {"val_every", 0}}));
+  auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (core->running() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  std::this_thread::sleep_for(milliseconds(100));
+  sink_.Connect(4);
+  core->SendPending();
+  Summary s = Summarize(sink_.Sent());
+  EXPECT_EQ(s.train_steps, Range(1, 6));
+  EXPECT_EQ(s.seqs.back(), -1);
+  EXPECT_EQ(s.started, 0);  // RunStarted is not kept: Hello.running covers it
+}
+
+TEST_F(WorkerCoreTest, OutboxSurvivesAWorkerRestart) {
+  {
+    auto core = MakeCore();
+    core->HandleAssignment(Assign(4, {{"steps", 4}, {"val_every", 0}}));
+    ASSERT_TRUE(sink_.WaitFinished(seconds(20)));
+  }
+  sink_.Connect(5);
+  auto core = MakeCore();
+  core->SendPending();
+  Summary s = Summarize(sink_.Sent());
+  EXPECT_EQ(s.train_steps, Range(1, 4));
+  EXPECT_EQ(s.seqs.front(), 1);
+  EXPECT_EQ(s.status, "ok");
+}
+
+TEST_F(WorkerCoreTest, CancelStopsTheChildAndReportsCancelled) {
+  auto core = MakeCore();
+  core->HandleAssignment(Assign(5, {{"steps", 1}, {"hang", true}}));
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (Summarize(sink_.Sent()).started == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(core->Held().size(), 1u);
+  EXPECT_EQ(core->Held()[0].fencing_token(), 105);
+  v1::Cancel cancel;
+  cancel.set_attempt_id(5);
+  cancel.set_grace_ms(2000);
+  core->HandleCancel(cancel);
+  ASSERT_TRUE(sink_.WaitFinished(seconds(5)));
+  EXPECT_EQ(Summarize(sink_.Sent()).status, "cancelled");
+  EXPECT_TRUE(core->Held().empty());
+  // A second Cancel for the finished attempt means its writes are refused: drop its outbox.
+  core->HandleCancel(cancel);
+  sink_.Connect(6);
+  core->SendPending();
+  EXPECT_TRUE(sink_.Sent().empty());
+}
+
+TEST_F(WorkerCoreTest, StaleAttemptsAreStoppedAndForgotten) {
+  auto core = MakeCore();
+  core->HandleAssignment(Assign(6, {{"steps", 1}, {"hang", true}}));
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (Summarize(sink_.Sent()).started == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  core->HandleStale({6});
+  deadline = std::chrono::steady_clock::now() + seconds(5);
+  while (core->running() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(core->running(), 0u);
+  std::this_thread::sleep_for(milliseconds(100));
+  sink_.Connect(7);
+  core->SendPending();
+  EXPECT_TRUE(sink_.Sent().empty());
+}
+
+TEST_F(WorkerCoreTest, ShutdownStopsChildrenWithinTheGrace) {
+  auto core = MakeCore();
+  core->HandleAssignment(Assign(7, {{"steps", 1}, {"hang", true}, {"ignore_term", true}}));
+  std::this_thread::sleep_for(milliseconds(300));
+  auto t0 = std::chrono::steady_clock::now();
+  core->Shutdown();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(4));
+  EXPECT_EQ(core->running(), 0u);
+  EXPECT_EQ(Summarize(sink_.Sent()).status, "cancelled");
+  core->HandleAssignment(Assign(8, {{"steps", 1}}));  // no longer accepted
+  EXPECT_EQ(core->running(), 0u);
+}
+
+}  // namespace
+}  // namespace ablate::worker
