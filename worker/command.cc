@@ -52,13 +52,18 @@ std::string SelfDirectory() {
   return path.substr(0, path.rfind('/'));
 }
 
-absl::StatusOr<std::string> FindExecutable(const std::string& name) {
+absl::StatusOr<std::string> FindExecutable(const std::string& name,
+                                           const std::vector<std::string>& extra_dirs) {
   if (name.find('/') != std::string::npos) {
     if (IsExecutable(name)) return name;
     return absl::NotFoundError("not an executable file: " + name);
   }
   std::string self = SelfDirectory();
   if (!self.empty() && IsExecutable(self + "/" + name)) return self + "/" + name;
+  for (const std::string& dir : extra_dirs) {
+    std::string full = (dir.starts_with("/") ? dir : self + "/" + dir) + "/" + name;
+    if (IsExecutable(full)) return full;
+  }
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
   for (std::string dir; std::getline(dirs, dir, ':');) {

@@ -23,8 +23,10 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          std::chrono::milliseconds timeout);
 
 // Absolute path of `name`: `name` itself when it contains '/', else the first executable match in
-// the directory of /proc/self/exe, then in $PATH. NOT_FOUND otherwise.
-absl::StatusOr<std::string> FindExecutable(const std::string& name);
+// the directory of /proc/self/exe, then in `extra_dirs` (relative ones are taken from that
+// directory), then in $PATH. NOT_FOUND otherwise.
+absl::StatusOr<std::string> FindExecutable(const std::string& name,
+                                           const std::vector<std::string>& extra_dirs = {});
 
 // The directory of the running binary ("" when unknown).
 std::string SelfDirectory();

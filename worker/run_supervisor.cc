@@ -145,12 +145,15 @@ absl::Status RunSupervisor::Start() {
 void RunSupervisor::Supervise(std::promise<absl::Status>* started) {
   Pipes pipes;
   absl::Status launched = Launch(pipes);
-  started->set_value(launched);  // `started` dies with Start(): not touched after this
   if (!launched.ok()) {
-    absl::MutexLock lock(&mu_);
-    done_ = true;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;  // before Start() returns, so done() is true once it has failed
+    }
+    started->set_value(launched);
     return;
   }
+  started->set_value(launched);  // `started` dies with Start(): not touched after this
   int out_fd = std::exchange(pipes.out[0], -1), err_fd = std::exchange(pipes.err[0], -1);
   std::thread out_reader([this, out_fd] { ReadStdout(out_fd); });
   std::thread err_reader([this, err_fd] { ReadStderr(err_fd); });

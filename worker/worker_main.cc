@@ -91,7 +91,9 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
 
   if (f.data_dir.empty()) f.data_dir = f.work_dir + "/data";
-  absl::StatusOr<std::string> trainer = FindExecutable(f.trainer.empty() ? "ablate-train" : f.trainer);
+  // ../trainer: the build tree's layout (build/worker/ablate-worker, build/trainer/ablate-train).
+  absl::StatusOr<std::string> trainer =
+      FindExecutable(f.trainer.empty() ? "ablate-train" : f.trainer, {"../trainer"});
   if (!trainer.ok()) return Die(std::string(trainer.status().message()));
   absl::StatusOr<std::string> token = ReadToken(f.token_file);
   if (!token.ok()) return Die(std::string(token.status().message()));
