@@ -42,12 +42,29 @@ absl::Status SpecErrors::ToStatus() const {
   for (size_t i = 0; i < shown; ++i) {
     if (i > 0) message += '\n';
     message += file_ + ":" + std::to_string(sorted[i].at.line) + ":" +
-               std::to_string(sorted[i].at.column) + ": " + sorted[i].text;
+               std::to_string(CharacterColumn(sorted[i].at)) + ": " + sorted[i].text;
   }
   if (total_ > shown) {
     message += "\n" + file_ + ": ... and " + std::to_string(total_ - shown) + " more problems";
   }
   return absl::InvalidArgumentError(message);
+}
+
+int SpecErrors::CharacterColumn(SpecPosition at) const {
+  if (text_.empty()) return at.column;
+  size_t start = 0;
+  for (int line = 1; line < at.line; ++line) {
+    start = text_.find('\n', start);
+    if (start == std::string_view::npos) return at.column;
+    ++start;
+  }
+  size_t end = start + static_cast<size_t>(at.column - 1);
+  int column = 1;
+  size_t i = start;
+  for (; i < end && i < text_.size() && text_[i] != '\n'; ++i) {
+    if ((static_cast<unsigned char>(text_[i]) & 0xC0) != 0x80) ++column;
+  }
+  return column + static_cast<int>(end - i);  // past the end of the line: one per byte
 }
 
 std::string IndexPath(std::string_view parent, size_t index) {

@@ -14,7 +14,8 @@
 
 namespace ablate {
 
-// A 1-based line and column in the spec text. Unknown positions are reported as 1:1.
+// A 1-based line and column in the spec text. Columns count bytes here, as yaml-cpp's marks do;
+// SpecErrors renders them as characters. Unknown positions are reported as 1:1.
 struct SpecPosition {
   int line = 1;
   int column = 1;
@@ -33,7 +34,10 @@ class SpecErrors {
   static constexpr size_t kMaxRendered = 50;
   static constexpr size_t kMaxKept = 1000;
 
-  explicit SpecErrors(std::string_view file_name) : file_(file_name) {}
+  // `text` (the spec, kept by the caller while this lives) turns byte columns into character
+  // columns when rendering; without it, columns are rendered as bytes.
+  explicit SpecErrors(std::string_view file_name, std::string_view text = {})
+      : file_(file_name), text_(text) {}
 
   // `path` names the offending key ("ablations[2].set.logit_softcapp"); it may be empty for
   // problems of the whole file. Identical problems are recorded once.
@@ -55,7 +59,10 @@ class SpecErrors {
     SpecPosition at;
     std::string text;  // "path: problem"
   };
+  int CharacterColumn(SpecPosition at) const;
+
   std::string file_;
+  std::string_view text_;
   std::vector<Entry> entries_;
   std::set<std::string> seen_;  // "line:column:text" of kept entries
   size_t total_ = 0;

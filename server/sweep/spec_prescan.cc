@@ -43,20 +43,11 @@ bool CheckUtf8(std::string_view text, SpecErrors* errors) {
       ++at.line;
       at.column = 1;
     } else {
-      ++at.column;
+      at.column += static_cast<int>(len);  // byte columns, as yaml-cpp's marks
     }
     i += len;
   }
   return true;
-}
-
-// Columns count characters, not bytes (the text is valid UTF-8 by now).
-int ColumnOf(std::string_view line, size_t pos) {
-  int column = 1;
-  for (size_t i = 0; i < pos && i < line.size(); ++i) {
-    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) ++column;
-  }
-  return column;
 }
 
 class NestingScanner {
@@ -67,7 +58,7 @@ class NestingScanner {
   bool ScanLine(std::string_view line, int line_number);
 
  private:
-  bool Report(std::string_view line, int line_number, size_t pos);
+  bool Report(int line_number, size_t pos);
   size_t BlockStructure(std::string_view line, size_t indent, int line_number, bool* ok);
   bool ScanChars(std::string_view line, size_t pos, int line_number);
 
@@ -80,8 +71,8 @@ class NestingScanner {
   long block_scalar_indent_ = -1;  // inside a | or > scalar whose key sits at this indent
 };
 
-bool NestingScanner::Report(std::string_view line, int line_number, size_t pos) {
-  errors_->Add(SpecPosition{line_number, ColumnOf(line, pos)}, "",
+bool NestingScanner::Report(int line_number, size_t pos) {
+  errors_->Add(SpecPosition{line_number, static_cast<int>(pos) + 1}, "",
                "nesting deeper than " + std::to_string(kMaxSpecDepth) + " levels");
   return false;
 }
@@ -112,13 +103,13 @@ size_t NestingScanner::BlockStructure(std::string_view line, size_t indent, int 
   while (pos < line.size() && (line[pos] == '-' || line[pos] == '?') &&
          (pos + 1 == line.size() || line[pos + 1] == ' ')) {
     if (++block_depth_ > kMaxSpecDepth) {
-      *ok = Report(line, line_number, pos);
+      *ok = Report(line_number, pos);
       return pos;
     }
     pos = line.find_first_not_of(' ', pos + 1);
     if (pos == std::string_view::npos) pos = line.size();
   }
-  if (block_depth_ > kMaxSpecDepth) *ok = Report(line, line_number, indent);
+  if (block_depth_ > kMaxSpecDepth) *ok = Report(line_number, indent);
   return pos;
 }
 
@@ -152,7 +143,7 @@ bool NestingScanner::ScanChars(std::string_view line, size_t pos, int line_numbe
       quote_ = c;
     } else if ((c == '[' || c == '{') && (flow_depth_ > 0 || opens_node)) {
       if (flow_depth_ == 0) flow_base_ = block_depth_;
-      if (flow_base_ + ++flow_depth_ > kMaxSpecDepth) return Report(line, line_number, i);
+      if (flow_base_ + ++flow_depth_ > kMaxSpecDepth) return Report(line_number, i);
       prev = c;
       continue;
     } else if ((c == ']' || c == '}') && flow_depth_ > 0) {

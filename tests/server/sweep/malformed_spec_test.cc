@@ -57,7 +57,8 @@ const MalformedCase kCases[] = {
     {"syntax_bad_indentation.yaml", "4:2", {"YAML syntax error", "indentation"}},
     {"syntax_tab_indentation.yaml", "3:1", {"tab character in indentation"}},
     {"syntax_list_in_map.yaml", "3:1", {"YAML syntax error"}},
-    {"multiple_documents.yaml", "5:1", {"one YAML document"}},
+    {"multiple_documents.yaml", "4:1", {"one YAML document", "another one starts here"}},
+    {"syntax_leading_comma.yaml", "1:1", {"YAML syntax error", "unexpected ','"}},
     {"empty.yaml", "1:1", {"the spec is empty"}},
     {"top_level_list.yaml", "1:1", {"must be a map", "got a list"}},
     // Keys.
@@ -231,6 +232,11 @@ TEST(Errors, EveryProblemIsReportedInDocumentOrder) {
   EXPECT_TRUE(lines[1].starts_with("many.yaml:4:1: colour: unknown key")) << lines[1];
   EXPECT_TRUE(lines[2].starts_with("many.yaml:6:21: ablations[0].set.logit_softcapp")) << lines[2];
   EXPECT_TRUE(lines[3].starts_with("many.yaml:7:31: ablations[1].set.adam.eps")) << lines[3];
+}
+
+TEST(Errors, ColumnsCountCharactersNotBytes) {
+  ExpectRejected("{name: t, description: \"\xC3\xA9\xC3\xA9\", seedz: 1, baseline: {}}\n",
+                 "utf8.yaml", "1:30", {"seedz: unknown key"});
 }
 
 }  // namespace
