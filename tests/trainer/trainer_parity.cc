@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "trainer/cpu/blas_setup.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/parallel.h"
 #include "trainer/dist/in_process_communicator.h"
@@ -137,6 +138,7 @@ int Run(const std::string& state_dir, const std::string& out_dir, bool train) {
 }  // namespace ablate
 
 int main(int argc, char** argv) {
+  ablate::cpu::ReexecWithFasterBlasKernels(argv);
   CLI::App app{"trainer_parity: run a parity state through the C++ trainer (see MODEL.md)"};
   app.require_subcommand(1);
   CLI::App* run = app.add_subcommand("run", "step-0 logits and grads, then optional training");

@@ -26,6 +26,38 @@ inline float FastExp(float x) {
 
 inline double FastExp(double x) { return std::exp(x); }
 
+// max over x[0, n). Sixteen independent lanes so that the compiler vectorises without
+// reassociating a single chain (which it may not do without -ffast-math).
+template <class T>
+T RowMax(const T* x, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  T lane[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) lane[l] = x[0];
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lane[l] = lane[l] > x[j + l] ? lane[l] : x[j + l];
+  }
+  T m = x[0];
+  for (int64_t l = 0; l < kLanes; ++l) m = m > lane[l] ? m : lane[l];
+  for (; j < n; ++j) m = m > x[j] ? m : x[j];
+  return m;
+}
+
+// Σ exp(x[j] − shift) over j < n, with the same sixteen-lane layout.
+template <class T>
+T SumExpShifted(const T* x, int64_t n, T shift) {
+  constexpr int64_t kLanes = 16;
+  T lane[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lane[l] += FastExp(x[j + l] - shift);
+  }
+  T s = 0;
+  for (int64_t l = 0; l < kLanes; ++l) s += lane[l];
+  for (; j < n; ++j) s += FastExp(x[j] - shift);
+  return s;
+}
+
 }  // namespace ablate::cpu
 
 #endif  // ABLATE_TRAINER_CPU_FAST_EXP_H_

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "trainer/cpu/blas_setup.h"
 #include "trainer/data/shard_reader.h"
 #include "trainer/tools/run_config_builder.h"
 #include "trainer/train/trainer.h"
@@ -106,6 +107,7 @@ int Run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ablate::cpu::ReexecWithFasterBlasKernels(argv);
   CLI::App app{"ablate-train: train a GPT with the NanoGPT speedrun's techniques (CPU backend)"};
   Args args;
   AddOptions(app, args);
