@@ -95,7 +95,7 @@ void RunShape(const Shape& s, int steps, double sgemm) {
 }  // namespace ablate
 
 int main(int argc, char** argv) {
-  ablate::cpu::ReexecWithFasterBlasKernels(argv);
+  ablate::cpu::TuneCpuRuntime(argv);
   int threads = 2, steps = 5;
   std::string shape = "all";
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -139,16 +139,18 @@ TEST_P(SoftcapGrad, MatchesFiniteDifferences) {
   Vec z = RandomVec(n * v, 15, -4, 4);
   double dloss = 0.37;
   auto f = [&] {
-    Vec logits = z, losses(n);
-    softcap_cross_entropy_forward(losses.data(), logits.data(), targets.data(), n, v, GetParam());
+    Vec logits = z, losses(n), lse(n);
+    softcap_cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), n, v,
+                                  GetParam());
     double s = 0;
     for (double l : losses) s += l;
     return dloss * s;
   };
-  Vec capped = z, losses(n), dz(n * v);
-  softcap_cross_entropy_forward(losses.data(), capped.data(), targets.data(), n, v, GetParam());
-  softcap_cross_entropy_backward(dz.data(), capped.data(), targets.data(), n, v, GetParam(),
-                                 dloss);
+  Vec capped = z, losses(n), lse(n), dz(n * v);
+  softcap_cross_entropy_forward(losses.data(), lse.data(), capped.data(), targets.data(), n, v,
+                                GetParam());
+  softcap_cross_entropy_backward(dz.data(), capped.data(), lse.data(), targets.data(), n, v,
+                                 GetParam(), dloss);
   EXPECT_LT(MaxRelError(z, f, dz), kTol);
 }
 
@@ -160,10 +162,10 @@ INSTANTIATE_TEST_SUITE_P(Kinds, SoftcapGrad,
 TEST(OpsGrad, SoftcapSigmoidEqualsShiftedTanh) {
   // 30·σ(z/7.5) = 15·tanh(z/15) + 15 (record-presets.md, r19).
   std::vector<int32_t> target = {0};
-  Vec a = {2.5}, b = {2.5}, la(1), lb(1);
-  softcap_cross_entropy_forward(la.data(), a.data(), target.data(), 1, 1,
+  Vec a = {2.5}, b = {2.5}, la(1), lb(1), lse(1);
+  softcap_cross_entropy_forward(la.data(), lse.data(), a.data(), target.data(), 1, 1,
                                 Softcap{SoftcapKind::kSigmoid, 30});
-  softcap_cross_entropy_forward(lb.data(), b.data(), target.data(), 1, 1,
+  softcap_cross_entropy_forward(lb.data(), lse.data(), b.data(), target.data(), 1, 1,
                                 Softcap{SoftcapKind::kTanh, 15});
   EXPECT_NEAR(a[0], b[0] + 15, 1e-12);
 }

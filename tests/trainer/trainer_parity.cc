@@ -138,7 +138,7 @@ int Run(const std::string& state_dir, const std::string& out_dir, bool train) {
 }  // namespace ablate
 
 int main(int argc, char** argv) {
-  ablate::cpu::ReexecWithFasterBlasKernels(argv);
+  ablate::cpu::TuneCpuRuntime(argv);
   CLI::App app{"trainer_parity: run a parity state through the C++ trainer (see MODEL.md)"};
   app.require_subcommand(1);
   CLI::App* run = app.add_subcommand("run", "step-0 logits and grads, then optional training");

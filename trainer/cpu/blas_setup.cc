@@ -22,20 +22,27 @@ std::string BlasCoreName() {
   return name == nullptr ? "" : name;
 }
 
-void ReexecWithFasterBlasKernels(char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || !IsGeneric(BlasCoreName())) return;
-  const char* core = nullptr;
+const char* FasterCoreType() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || !IsGeneric(BlasCoreName())) return nullptr;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
-    core = "SkylakeX";
-  } else if (__builtin_cpu_supports("avx2")) {
-    core = "Haswell";
+  if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
+  if (__builtin_cpu_supports("avx2")) return "Haswell";
+  return nullptr;
+}
+
+void TuneCpuRuntime(char** argv) {
+  bool changed = false;
+  if (const char* core = FasterCoreType()) {
+    std::fprintf(stderr, "note: OpenBLAS chose its generic %s kernels; restarting with "
+                 "OPENBLAS_CORETYPE=%s\n", BlasCoreName().c_str(), core);
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    changed = true;
   }
-  if (core == nullptr) return;
-  std::fprintf(stderr, "note: OpenBLAS chose its generic %s kernels; restarting with "
-               "OPENBLAS_CORETYPE=%s\n", BlasCoreName().c_str(), core);
-  setenv("OPENBLAS_CORETYPE", core, 1);
-  execv("/proc/self/exe", argv);  // only returns on failure: carry on with the slow kernels
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    changed = true;
+  }
+  if (changed) execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are
 }
 
 }  // namespace ablate::cpu

@@ -37,24 +37,26 @@ T RowLogSumExp(const T* row, int64_t v) {
 }  // namespace
 
 template <class T>
-void softcap_cross_entropy_forward(T* losses, T* logits, const int32_t* targets, int64_t n,
-                                   int64_t v, Softcap cap) {
+void softcap_cross_entropy_forward(T* losses, T* lse, T* logits, const int32_t* targets,
+                                   int64_t n, int64_t v, Softcap cap) {
   ParallelFor(n, [&](int64_t i) {
     T* row = logits + i * v;
     if (cap.kind != SoftcapKind::kNone) {
       for (int64_t j = 0; j < v; ++j) row[j] = Cap(row[j], cap);
     }
-    losses[i] = RowLogSumExp(row, v) - row[targets[i]];
+    lse[i] = RowLogSumExp(row, v);
+    losses[i] = lse[i] - row[targets[i]];
   });
 }
 
 template <class T>
-void softcap_cross_entropy_backward(T* dlogits, const T* capped, const int32_t* targets,
-                                    int64_t n, int64_t v, Softcap cap, T dloss) {
+void softcap_cross_entropy_backward(T* dlogits, const T* capped, const T* row_lse,
+                                    const int32_t* targets, int64_t n, int64_t v, Softcap cap,
+                                    T dloss) {
   ParallelFor(n, [&](int64_t i) {
     const T* row = capped + i * v;
     T* d = dlogits + i * v;
-    T lse = RowLogSumExp(row, v);
+    T lse = row_lse[i];
     if (cap.kind == SoftcapKind::kNone) {
       for (int64_t j = 0; j < v; ++j) d[j] = dloss * FastExp(row[j] - lse);
     } else {
@@ -64,13 +66,15 @@ void softcap_cross_entropy_backward(T* dlogits, const T* capped, const int32_t* 
   });
 }
 
-template void softcap_cross_entropy_forward<float>(float*, float*, const int32_t*, int64_t,
-                                                   int64_t, Softcap);
-template void softcap_cross_entropy_forward<double>(double*, double*, const int32_t*, int64_t,
-                                                    int64_t, Softcap);
-template void softcap_cross_entropy_backward<float>(float*, const float*, const int32_t*, int64_t,
-                                                    int64_t, Softcap, float);
-template void softcap_cross_entropy_backward<double>(double*, const double*, const int32_t*,
-                                                     int64_t, int64_t, Softcap, double);
+template void softcap_cross_entropy_forward<float>(float*, float*, float*,
+                                                   const int32_t*, int64_t, int64_t, Softcap);
+template void softcap_cross_entropy_forward<double>(double*, double*, double*,
+                                                   const int32_t*, int64_t, int64_t, Softcap);
+template void softcap_cross_entropy_backward<float>(float*, const float*, const float*,
+                                                    const int32_t*, int64_t, int64_t, Softcap,
+                                                    float);
+template void softcap_cross_entropy_backward<double>(double*, const double*, const double*,
+                                                    const int32_t*, int64_t, int64_t, Softcap,
+                                                    double);
 
 }  // namespace ablate::cpu

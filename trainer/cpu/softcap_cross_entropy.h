@@ -14,17 +14,18 @@ struct Softcap {
   double cap = 0;  // c; ignored for kNone
 };
 
-// In place: logits (N, V) raw → capped. losses (N) = logsumexp(capped) − capped[target].
-// REQUIRES: 0 <= targets[i] < V.
+// In place: logits (N, V) raw → capped. lse (N) = logsumexp(capped);
+// losses (N) = lse − capped[target]. REQUIRES: 0 <= targets[i] < V.
 template <class T>
-void softcap_cross_entropy_forward(T* losses, T* logits, const int32_t* targets, int64_t n,
-                                   int64_t v, Softcap cap);
+void softcap_cross_entropy_forward(T* losses, T* lse, T* logits, const int32_t* targets,
+                                   int64_t n, int64_t v, Softcap cap);
 
-// dlogits (N, V) = d(dloss · Σ losses)/d(raw logits), from the forward's capped logits.
+// dlogits (N, V) = d(dloss · Σ losses)/d(raw logits), from the forward's capped logits and lse.
 // Overwrites; dlogits may alias capped.
 template <class T>
-void softcap_cross_entropy_backward(T* dlogits, const T* capped, const int32_t* targets,
-                                    int64_t n, int64_t v, Softcap cap, T dloss);
+void softcap_cross_entropy_backward(T* dlogits, const T* capped, const T* lse,
+                                    const int32_t* targets, int64_t n, int64_t v, Softcap cap,
+                                    T dloss);
 
 }  // namespace ablate::cpu
 

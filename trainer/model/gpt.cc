@@ -87,7 +87,7 @@ Gpt<T>::Gpt(const ModelConfig& m, int64_t b, int64_t t)
     a.fc = Zeros<T>(bt * f), a.act = Zeros<T>(bt * f), a.x_out = Zeros<T>(bt * c);
   }
   lf_ = Zeros<T>(bt * c), lf_rstd_ = Zeros<T>(bt);
-  logits_ = Zeros<T>(bt * m.vocab_size), losses_ = Zeros<T>(bt);
+  logits_ = Zeros<T>(bt * m.vocab_size), losses_ = Zeros<T>(bt), lse_ = Zeros<T>(bt);
   dlogits_ = Zeros<T>(bt * m.vocab_size);
   for (auto* v : {&dx_, &dtmp_, &dx0_, &dv1_, &dln_, &datt_, &dq_, &dk_, &dv_, &dq_raw_, &dk_raw_,
                   &dv_raw_, &dve_}) {
@@ -212,7 +212,7 @@ T Gpt<T>::HeadForward(const T* x) {
   x_last_ = x;
   cpu::rmsnorm_forward(lf_.data(), lf_rstd_.data(), x, n_, c);
   cpu::matmul_forward(logits_.data(), lf_.data(), P(head_), n_, c, v);
-  cpu::softcap_cross_entropy_forward(losses_.data(), logits_.data(), targets_.data(), n_, v,
+  cpu::softcap_cross_entropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), n_, v,
                                      m_.softcap);
   T sum = 0;
   for (T l : losses_) sum += l;

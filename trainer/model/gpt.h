@@ -80,7 +80,7 @@ class Gpt {
   std::vector<LayerActs<T>> layers_;
   const T* x_last_ = nullptr;              // (BT, C) stream entering the final norm
   std::vector<T> lf_, lf_rstd_;            // (BT, C), (BT)
-  std::vector<T> logits_, losses_;         // (BT, V), (BT)
+  std::vector<T> logits_, losses_, lse_;   // (BT, V), (BT), (BT)
 
   // Backward scratch.
   std::vector<T> dlogits_;                       // (BT, V)

@@ -51,7 +51,8 @@ void Gpt<T>::Backward(T scale) {
 template <class T>
 void Gpt<T>::HeadBackward(T scale) {
   int64_t c = m_.model_dim, v = m_.vocab_size;
-  cpu::softcap_cross_entropy_backward(dlogits_.data(), logits_.data(), targets_.data(), n_, v,
+  cpu::softcap_cross_entropy_backward(dlogits_.data(), logits_.data(), lse_.data(),
+                                      targets_.data(), n_, v,
                                       m_.softcap, scale / T(n_));
   Zero(dln_);
   cpu::matmul_backward(dln_.data(), G(head_), dlogits_.data(), lf_.data(), P(head_), n_, c, v);

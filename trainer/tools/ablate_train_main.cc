@@ -107,7 +107,7 @@ int Run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ablate::cpu::ReexecWithFasterBlasKernels(argv);
+  ablate::cpu::TuneCpuRuntime(argv);
   CLI::App app{"ablate-train: train a GPT with the NanoGPT speedrun's techniques (CPU backend)"};
   Args args;
   AddOptions(app, args);
