@@ -1,6 +1,7 @@
 // ablate: the researcher's client. Submits sweep specs to a coordinator, lists and inspects
 // sweeps, runs and workers, watches sweeps live and cancels them.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/client.h"
@@ -68,6 +69,18 @@ int main(int argc, char** argv) {
       "presets", "list the record presets, or print one preset's full config (no server needed)");
   presets->add_option("NAME", preset, "preset to print");
   presets->add_option("--scale", scale, "full|small|tiny")->capture_default_str();
+  ablate::UpOptions up_opts;
+  CLI::App* up = app.add_subcommand(
+      "up", "run a coordinator and a local worker on this machine until Ctrl-C");
+  up->add_option("--data-dir", up_opts.data_dir,
+                 "database, worker folders and datasets/ (default ~/.local/share/ablate)");
+  up->add_option("--listen", up_opts.listen, "coordinator HOST:PORT (port 0 picks one)")
+      ->capture_default_str();
+  up->add_option("--cpu-slots", up_opts.cpu_slots, "concurrent CPU runs on the local worker")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  up->add_option("--gpus", up_opts.gpus, "GPUs the local worker uses: all, none or 0,1,...")
+      ->capture_default_str();
+  up->add_option("--lease-ms", up_opts.lease_ms, "worker lease")->capture_default_str();
   CLI::App* knobs = app.add_subcommand(
       "knobs", "list every trainer knob: type, default, range, meaning (no server needed)");
 
@@ -79,6 +92,13 @@ int main(int argc, char** argv) {
   }
   if (presets->parsed()) return ablate::PresetsCommand(opts.json, preset, scale);
   if (knobs->parsed()) return ablate::KnobsCommand(opts.json);
+  if (up->parsed()) {
+    if (up_opts.data_dir.empty()) {
+      const char* home = std::getenv("HOME");
+      up_opts.data_dir = std::string(home ? home : ".") + "/.local/share/ablate";
+    }
+    return ablate::UpCommand(up_opts);
+  }
 
   std::string error;
   std::unique_ptr<ablate::Client> client = ablate::Client::Create(opts, &error);

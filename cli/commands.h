@@ -20,6 +20,16 @@ int WatchCommand(Client& c, int64_t id);
 int CancelCommand(Client& c, int64_t id);
 int WorkersCommand(Client& c);
 
+struct UpOptions {
+  std::string data_dir;              // coordinator DB, worker work dir, datasets/
+  std::string listen = "127.0.0.1:7070";
+  int cpu_slots = 2;
+  std::string gpus = "all";
+  int64_t lease_ms = 10000;
+};
+// Runs a coordinator and a local worker until SIGINT/SIGTERM.
+int UpCommand(const UpOptions& options);
+
 // Local: the presets and knobs compiled into this binary (no server needed).
 int PresetsCommand(bool json, const std::string& name, const std::string& scale);
 int KnobsCommand(bool json);
