@@ -69,7 +69,7 @@ absl::Status Dispatcher::Start() {
       absl::StatusOr<Attempt> a = store_->GetAttempt(r.current_attempt_id);
       if (!a.ok()) continue;
       WorkerState& w = workers_[a->worker_id];
-      w.last_heartbeat_ms = now;  // a full lease to reconnect from now
+      w.last_heartbeat_ms = now + options_.restart_grace_ms;  // lease + grace to reconnect
       w.attempts[a->id] = LiveAttempt{r.id, a->fencing_token, {}};
     }
   }
@@ -132,14 +132,17 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     held[h.attempt_id()] = LiveAttempt{a->run_id, a->fencing_token,
                                        std::vector<int>(h.gpus().begin(), h.gpus().end())};
   }
-  std::vector<int64_t> vanished;  // the coordinator's attempts the worker no longer has
   {
     std::lock_guard<std::mutex> lock(mu_);
     WorkerState& w = workers_[id];
-    for (const auto& [attempt_id, live] : w.attempts) {
-      if (!held.count(attempt_id)) vanished.push_back(attempt_id);
+    // Attempts the worker no longer runs: wait a lease for their RunFinished from its outbox.
+    for (auto& [attempt_id, live] : w.attempts) {
+      if (held.count(attempt_id)) continue;
+      live.orphan_deadline_ms = Now() + options_.lease_ms;
+      held[attempt_id] = live;
     }
     w.session = std::move(session);
+    w.marked_gone = false;
     w.last_heartbeat_ms = Now();
     w.gpu_indices.clear();
     for (const v1::Gpu& g : hello.gpus()) w.gpu_indices.push_back(g.index());
@@ -148,7 +151,6 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     w.datasets = record.datasets;
     w.attempts = std::move(held);
   }
-  for (int64_t a : vanished) (void)store_->LoseAttempt(a);
   feed_->Notify();
   return welcome;
 }
@@ -266,18 +268,37 @@ void Dispatcher::ExpireLeases() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [worker_id, w] : workers_) {
-      if (now - w.last_heartbeat_ms <= options_.lease_ms || w.attempts.empty()) continue;
-      for (const auto& [attempt_id, live] : w.attempts) lost.push_back({worker_id, attempt_id});
-      w.attempts.clear();
+      bool silent = now - w.last_heartbeat_ms > options_.lease_ms;
+      for (auto it = w.attempts.begin(); it != w.attempts.end();) {
+        const LiveAttempt& live = it->second;
+        bool orphan_expired = live.orphan_deadline_ms != 0 && now > live.orphan_deadline_ms;
+        if (!silent && !orphan_expired) {
+          ++it;
+          continue;
+        }
+        lost.push_back({worker_id, it->first});
+        it = w.attempts.erase(it);
+      }
     }
   }
   for (const auto& [worker_id, attempt_id] : lost) {
-    std::cerr << "ablate-coordinator: worker " << worker_id << " missed its lease; attempt "
-              << attempt_id << " lost, run requeued" << std::endl;
+    std::cerr << "ablate-coordinator: worker " << worker_id << " lost attempt " << attempt_id
+              << " (no heartbeat or result within the lease); run requeued" << std::endl;
     (void)store_->LoseAttempt(attempt_id);
-    (void)store_->SetWorkerConnected(worker_id, false);
   }
+  for (const std::string& id : SilentWorkers(now)) (void)store_->SetWorkerConnected(id, false);
   if (!lost.empty()) feed_->Notify();
+}
+
+std::vector<std::string> Dispatcher::SilentWorkers(int64_t now) {
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [worker_id, w] : workers_) {
+    if (w.marked_gone || now - w.last_heartbeat_ms <= options_.lease_ms) continue;
+    w.marked_gone = true;
+    out.push_back(worker_id);
+  }
+  return out;
 }
 
 std::vector<NodeCapacity> Dispatcher::Capacity() const {

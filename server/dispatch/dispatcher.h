@@ -39,6 +39,9 @@ struct DispatcherOptions {
   int64_t lease_ms = 10000;        // attempts are lost after this long without a heartbeat
   int64_t cancel_grace_ms = 10000;  // SIGTERM -> SIGKILL
   int64_t tick_ms = 500;            // scheduling / lease check period when nothing happens
+  // After a coordinator restart, workers may be deep in their reconnect backoff (up to 10 s);
+  // attempts restored from the store get this much longer than a lease to come back.
+  int64_t restart_grace_ms = 15000;
   std::function<int64_t()> clock;   // ms since epoch; default system clock
 };
 
@@ -85,6 +88,9 @@ class Dispatcher {
     int64_t run_id = 0;
     int64_t fencing_token = 0;
     std::vector<int> gpus;  // empty: a CPU slot
+    // Set when a reconnecting worker no longer runs the attempt: its RunFinished may still be
+    // in the worker's outbox, so the attempt is lost only if nothing arrives by then.
+    int64_t orphan_deadline_ms = 0;
   };
   struct WorkerState {
     std::shared_ptr<WorkerSession> session;  // null while disconnected
@@ -94,6 +100,7 @@ class Dispatcher {
     int cpu_slots = 0;
     std::vector<std::string> datasets;
     std::map<int64_t, LiveAttempt> attempts;  // by attempt id
+    bool marked_gone = false;  // the store says disconnected since the lease ran out
   };
 
   void Loop();
@@ -103,6 +110,8 @@ class Dispatcher {
   void Assign(const Placement& p);
   absl::StatusOr<std::string> RunConfig(const Run& run);
   void Forget(int64_t attempt_id);
+  // Workers whose lease ran out since the last call (each reported once per silence).
+  std::vector<std::string> SilentWorkers(int64_t now);
   void SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg);
 
   Store* const store_;

@@ -1,0 +1,227 @@
+// End to end over real processes: ablate-coordinator, ablate-worker and ablate-train (the real
+// trainer, tiny scale, on Debian fortunes encoded by ablate-data), driven by the `ablate` CLI.
+// Faults are real too: SIGKILL of a worker, SIGKILL and restart of the coordinator.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/util/subprocess.h"
+
+namespace ablate::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// A small sweep of the real trainer: r9 at tiny scale, shortened.
+std::string Spec(const std::string& name, int iterations, int seeds, int max_attempts = 3) {
+  return "name: " + name +
+         "\nbaseline: {preset: r9-shortcuts, scale: tiny, set: {num_iterations: " +
+         std::to_string(iterations) +
+         ", val_every: 5, val_tokens: 4096}}\n"
+         "seeds: " +
+         std::to_string(seeds) + "\ngpus_per_run: 0\ndataset: debian-text\nmax_attempts: " +
+         std::to_string(max_attempts) + "\n";
+}
+
+class E2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string data = root_.path() + "/datasets/debian-text";
+    ProcessResult r = RunProcess({"/bin/bash", ABLATE_SOURCE_DIR "/tests/data/make_debian_text.sh",
+                                  data},
+                                 {{"ABLATE_DATA", ABLATE_DATA_BIN}}, 120s);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    StartCoordinator("127.0.0.1:0");
+  }
+
+  void TearDown() override {
+    if (!HasFailure()) return;
+    for (const auto& e : fs::directory_iterator(root_.path())) {
+      if (e.path().extension() != ".err") continue;
+      std::string text = ReadFile(e.path().string());
+      if (text.size() > 4000) text = text.substr(text.size() - 4000);
+      std::cerr << "---- " << e.path().filename().string() << "\n" << text << "\n";
+    }
+  }
+
+  void StartCoordinator(const std::string& listen) {
+    fs::remove(root_.path() + "/port");
+    coordinator_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", listen, "--data-dir",
+                                 root_.path(), "--port-file", root_.path() + "/port",
+                                 "--lease-ms", "2000", "--heartbeat-ms", "200",
+                                 "--cancel-grace-ms", "2000"},
+        root_.path());
+    for (int i = 0; i < 500 && !fs::exists(root_.path() + "/port"); ++i) {
+      std::this_thread::sleep_for(20ms);
+    }
+    std::string port = ReadFile(root_.path() + "/port");
+    address_ = "127.0.0.1:" + port.substr(0, port.find('\n'));
+  }
+
+  std::unique_ptr<Subprocess> StartWorker(const std::string& name, int slots,
+                                          const std::string& trainer = ABLATE_TRAIN_BIN) {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir",
+                                 root_.path() + "/work-" + name, "--data-dir",
+                                 root_.path() + "/datasets", "--cpu-slots",
+                                 std::to_string(slots), "--gpus", "none", "--name", name,
+                                 "--trainer", trainer, "--grace-ms", "2000"},
+        root_.path());
+  }
+
+  ProcessResult Cli(std::vector<std::string> args) {
+    std::vector<std::string> argv = {ABLATE_CLI_BIN, "--server", address_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv);
+  }
+
+  json CliJson(std::vector<std::string> args) {
+    args.insert(args.begin(), "--json");
+    ProcessResult r = Cli(args);
+    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
+  }
+
+  void Submit(const std::string& spec) {
+    WriteFile(root_.path() + "/spec.yaml", spec);
+    ProcessResult r = Cli({"submit", root_.path() + "/spec.yaml"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  // Polls `ablate --json run ID` until `pred` holds or `timeout` passes.
+  json WaitRun(int id, std::function<bool(const json&)> pred, std::chrono::seconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    json run;
+    while (std::chrono::steady_clock::now() < deadline) {
+      run = CliJson({"run", std::to_string(id)});
+      if (run.is_object() && pred(run)) return run;
+      std::this_thread::sleep_for(100ms);
+    }
+    ADD_FAILURE() << "timed out; last state: " << run.dump();
+    return run;
+  }
+
+  // (rows, distinct steps) of a run's stored metrics, straight from SQLite.
+  std::pair<int, int> MetricRows(int run_id) {
+    sqlite3* db = nullptr;
+    std::string path = root_.path() + "/ablate.db";
+    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* st = nullptr;
+    std::string sql = "SELECT count(*), count(DISTINCT step) FROM metrics WHERE run_id = " +
+                      std::to_string(run_id);
+    sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
+    std::pair<int, int> out{-1, -1};
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      out = {sqlite3_column_int(st, 0), sqlite3_column_int(st, 1)};
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+  }
+
+  static bool Is(const json& run, const std::string& state) { return run["state"] == state; }
+
+  TempDir root_;
+  std::unique_ptr<Subprocess> coordinator_;
+  std::string address_;
+};
+
+TEST_F(E2eTest, SweepTrainsToTheEndWithLiveMetrics) {
+  auto worker = StartWorker("w1", 2);
+  Submit(Spec("loop", 12, 2));
+  for (int id : {1, 2}) {
+    json run = WaitRun(id, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 180s);
+    EXPECT_EQ(run["summary"]["steps"], "12");
+    // Below the loss of a uniform guess over the 512-token byte vocabulary.
+    EXPECT_LT(run["summary"]["final_val_loss"].get<double>(), std::log(512.0));
+    EXPECT_EQ(run["worker_id"], "w1");
+    // Steps 1..12 plus the validation at step 0, each exactly once.
+    EXPECT_EQ(MetricRows(id), std::make_pair(13, 13));
+  }
+  json sweep = CliJson({"sweep", "1"});
+  EXPECT_EQ(sweep["state"], "SWEEP_SUCCEEDED");
+  json workers = CliJson({"workers"});
+  ASSERT_EQ(workers["workers"].size(), 1u);
+  EXPECT_EQ(workers["workers"][0]["datasets"][0], "debian-text");
+  EXPECT_TRUE(workers["workers"][0]["connected"].get<bool>());
+}
+
+TEST_F(E2eTest, LostWorkerRequeuesWithoutUsingRetryBudget) {
+  auto a = StartWorker("a", 1);
+  Submit(Spec("lost", 40, 1));
+  WaitRun(1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
+  a->Signal(SIGKILL);
+  a->Wait(10s);
+  auto b = StartWorker("b", 1);
+  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
+  EXPECT_EQ(run["worker_id"], "b");
+  EXPECT_EQ(run["attempts_used"], 0);
+  ASSERT_EQ(run["attempts"].size(), 2u);
+  EXPECT_EQ(run["attempts"][0]["state"], "lost");
+  EXPECT_EQ(run["attempts"][0]["worker_id"], "a");
+  EXPECT_EQ(run["attempts"][1]["state"], "succeeded");
+  EXPECT_EQ(MetricRows(1).second, 41);  // steps 0..40 of the current attempt
+}
+
+TEST_F(E2eTest, CoordinatorRestartLosesNoPointAndDoublesNone) {
+  std::string fixed = address_;
+  auto w = StartWorker("w", 1);
+  Submit(Spec("restart", 60, 1));
+  WaitRun(1, [&](const json& r) { return Is(r, "RUN_RUNNING") && MetricRows(1).first > 3; },
+          60s);
+  coordinator_->Signal(SIGKILL);
+  coordinator_->Wait(10s);
+  std::this_thread::sleep_for(500ms);  // the trainer keeps going; the worker buffers points
+  StartCoordinator(fixed);
+  ASSERT_EQ(address_, fixed);
+  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
+  EXPECT_EQ(run["attempts"].size(), 1u) << "the run must not restart";
+  EXPECT_EQ(MetricRows(1), std::make_pair(61, 61));  // steps 0..60, each once
+}
+
+TEST_F(E2eTest, TrainerFailuresUseTheRetryBudget) {
+  std::string fake = root_.path() + "/failing-trainer.sh";
+  WriteFile(fake, "#!/bin/sh\necho 'fake trainer: out of memory' >&2\nexit 1\n");
+  fs::permissions(fake, fs::perms::owner_all);
+  auto w = StartWorker("w", 1, fake);
+  Submit(Spec("fails", 10, 1, /*max_attempts=*/2));
+  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_FAILED"); }, 60s);
+  EXPECT_EQ(run["attempts_used"], 2);
+  ASSERT_EQ(run["attempts"].size(), 2u);
+  EXPECT_EQ(run["attempts"][1]["exit_code"], 1);
+  EXPECT_NE(run["attempts"][1]["stderr_tail"].get<std::string>().find("out of memory"),
+            std::string::npos);
+  EXPECT_EQ(CliJson({"sweep", "1"})["state"], "SWEEP_FAILED");
+}
+
+TEST_F(E2eTest, CancelStopsTheTrainer) {
+  auto w = StartWorker("w", 1);
+  Submit(Spec("cancel", 5000, 2));
+  WaitRun(1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
+  ProcessResult c = Cli({"cancel", "1"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  json run = WaitRun(
+      1,
+      [](const json& r) {
+        return !r["attempts"].empty() && r["attempts"][0]["state"] != "running" &&
+               r["attempts"][0]["state"] != "assigned";
+      },
+      30s);
+  EXPECT_EQ(run["state"], "RUN_CANCELLED");
+  EXPECT_EQ(run["attempts"][0]["state"], "cancelled");
+  EXPECT_EQ(CliJson({"run", "2"})["state"], "RUN_CANCELLED");
+  EXPECT_TRUE(CliJson({"run", "2"})["attempts"].empty());
+}
+
+}  // namespace
+}  // namespace ablate::testing
