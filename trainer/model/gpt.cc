@@ -38,11 +38,16 @@ Gpt<T>::Gpt(const ModelConfig& m, int64_t b, int64_t t)
     : m_(m), layout_(m), b_(b), t_(t), n_(b * t),
       rope_(cpu::rope_table<T>(t, m.head_dim, m.rope, m.rope_base)),
       params_(layout_.total()), grads_(layout_.total()) {
-  int64_t c = m.model_dim, bt = n_, f = m.hidden_dim();
+  InitOffsets();
+  AllocateActivations();
+}
+
+template <class T>
+void Gpt<T>::InitOffsets() {
   embed_ = layout_.Offset("embed.weight");
-  head_ = m.tie_embeddings ? embed_ : layout_.Offset("lm_head.weight");
-  if (m.unet_skips) skip_ = layout_.Offset("skip_weights");
-  for (int64_t i = 0; i < m.n_layer; ++i) {
+  head_ = m_.tie_embeddings ? embed_ : layout_.Offset("lm_head.weight");
+  if (m_.unet_skips) skip_ = layout_.Offset("skip_weights");
+  for (int64_t i = 0; i < m_.n_layer; ++i) {
     std::string p = "blocks." + std::to_string(i) + ".";
     auto off = [&](const std::string& name) {
       const ParamInfo* info = layout_.Find(p + name);
@@ -50,51 +55,59 @@ Gpt<T>::Gpt(const ModelConfig& m, int64_t b, int64_t t)
     };
     BlockOffsets o;
     o.lambdas = off("lambdas");
-    o.qkv = m.merged_qkv ? off("attn.qkv.weight") : off("attn.q.weight");
+    o.qkv = m_.merged_qkv ? off("attn.qkv.weight") : off("attn.q.weight");
     o.proj = off("attn.proj.weight");
     o.value_lambda = off("attn.value_lambda");
     o.ve_lambdas = off("attn.ve_lambdas");
     o.fc = off("mlp.fc.weight");
     o.mlp_proj = off("mlp.proj.weight");
-    int64_t table = m.ValueEmbedTable(i);
-    if (table >= 0 && m.HasAttention(i)) {
+    int64_t table = m_.ValueEmbedTable(i);
+    if (table >= 0 && m_.HasAttention(i)) {
       o.ve_table = layout_.Offset("value_embeds." + std::to_string(table) + ".weight");
     }
     blocks_.push_back(o);
-    if (first_attn_ < 0 && m.HasAttention(i)) first_attn_ = i;
+    if (first_attn_ < 0 && m_.HasAttention(i)) first_attn_ = i;
   }
-  tokens_.resize(b * (t + 1));
+}
+
+template <class T>
+void Gpt<T>::AllocateLayer(int64_t i, LayerActs<T>& a) {
+  int64_t c = m_.model_dim, bt = n_, f = m_.hidden_dim();
+  if (m_.unet_skips && i >= m_.n_layer / 2) a.skip_sum = Zeros<T>(bt * c);
+  if (m_.embed_shortcut) a.mixed = Zeros<T>(bt * c);
+  if (m_.HasAttention(i)) {
+    for (auto* v : {&a.ln1, &a.q_raw, &a.k_raw, &a.v_raw, &a.q, &a.k, &a.v, &a.att,
+                    &a.attn_out}) {
+      *v = Zeros<T>(bt * c);
+    }
+    a.rstd1 = Zeros<T>(bt);
+    a.q_rstd = Zeros<T>(bt * m_.n_head), a.k_rstd = Zeros<T>(bt * m_.n_head);
+    if (blocks_[i].ve_table >= 0) a.ve = Zeros<T>(bt * c);
+    a.lo.resize(bt);
+    a.lse = Zeros<T>(bt * m_.n_head);
+  }
+  a.ln2 = Zeros<T>(bt * c), a.rstd2 = Zeros<T>(bt);
+  a.fc = Zeros<T>(bt * f), a.act = Zeros<T>(bt * f), a.x_out = Zeros<T>(bt * c);
+}
+
+template <class T>
+void Gpt<T>::AllocateActivations() {
+  int64_t c = m_.model_dim, bt = n_, f = m_.hidden_dim(), v = m_.vocab_size;
+  tokens_.resize(b_ * (t_ + 1));
   inputs_.resize(bt);
   targets_.resize(bt);
   emb_ = Zeros<T>(bt * c), emb_rstd_ = Zeros<T>(bt), x0_ = Zeros<T>(bt * c);
-  layers_.resize(m.n_layer);
-  for (int64_t i = 0; i < m.n_layer; ++i) {
-    LayerActs<T>& a = layers_[i];
-    if (m.unet_skips && i >= m.n_layer / 2) a.skip_sum = Zeros<T>(bt * c);
-    if (m.embed_shortcut) a.mixed = Zeros<T>(bt * c);
-    if (m.HasAttention(i)) {
-      for (auto* v : {&a.ln1, &a.q_raw, &a.k_raw, &a.v_raw, &a.q, &a.k, &a.v, &a.att,
-                      &a.attn_out}) {
-        *v = Zeros<T>(bt * c);
-      }
-      a.rstd1 = Zeros<T>(bt);
-      a.q_rstd = Zeros<T>(bt * m.n_head), a.k_rstd = Zeros<T>(bt * m.n_head);
-      if (blocks_[i].ve_table >= 0) a.ve = Zeros<T>(bt * c);
-      a.lo.resize(bt);
-      a.lse = Zeros<T>(bt * m.n_head);
-    }
-    a.ln2 = Zeros<T>(bt * c), a.rstd2 = Zeros<T>(bt);
-    a.fc = Zeros<T>(bt * f), a.act = Zeros<T>(bt * f), a.x_out = Zeros<T>(bt * c);
-  }
+  layers_.resize(m_.n_layer);
+  for (int64_t i = 0; i < m_.n_layer; ++i) AllocateLayer(i, layers_[i]);
   lf_ = Zeros<T>(bt * c), lf_rstd_ = Zeros<T>(bt);
-  logits_ = Zeros<T>(bt * m.vocab_size), losses_ = Zeros<T>(bt), lse_ = Zeros<T>(bt);
-  dlogits_ = Zeros<T>(bt * m.vocab_size);
-  for (auto* v : {&dx_, &dtmp_, &dx0_, &dv1_, &dln_, &datt_, &dq_, &dk_, &dv_, &dq_raw_, &dk_raw_,
+  logits_ = Zeros<T>(bt * v), losses_ = Zeros<T>(bt), lse_ = Zeros<T>(bt);
+  dlogits_ = Zeros<T>(bt * v);
+  for (auto* d : {&dx_, &dtmp_, &dx0_, &dv1_, &dln_, &datt_, &dq_, &dk_, &dv_, &dq_raw_, &dk_raw_,
                   &dv_raw_, &dve_}) {
-    *v = Zeros<T>(bt * c);
+    *d = Zeros<T>(bt * c);
   }
   dact_ = Zeros<T>(bt * f), dfc_ = Zeros<T>(bt * f), dqkv_ = Zeros<T>(bt * 3 * c);
-  if (m.unet_skips) dskip_.assign(m.n_layer / 2, Zeros<T>(bt * c));
+  if (m_.unet_skips) dskip_.assign(m_.n_layer / 2, Zeros<T>(bt * c));
 }
 
 template <class T>

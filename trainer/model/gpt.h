@@ -48,6 +48,9 @@ class Gpt {
   const std::vector<T>& logits() const { return logits_; }  // (B, T, V), after the softcap
 
  private:
+  void InitOffsets();
+  void AllocateActivations();
+  void AllocateLayer(int64_t i, LayerActs<T>& a);
   void EmbedForward();
   const T* BlockForward(int64_t i, const T* x, int64_t window);
   void AttentionForward(int64_t i, LayerActs<T>& a, int64_t window);
