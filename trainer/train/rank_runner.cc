@@ -2,6 +2,7 @@
 #include "trainer/train/rank_runner.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "trainer/cpu/parallel.h"
 #include "trainer/model/param_init.h"
@@ -81,6 +82,9 @@ Status RankRunner::Evaluate(int64_t step) {
     time_to_target_ms_ = train_ms_;
     target_step_ = step;
   }
+  if (events_ != nullptr) {
+    std::fprintf(stderr, "val  step %lld  loss %.4f\n", static_cast<long long>(step), loss);
+  }
   Emit({{"event", "val"}, {"step", step}, {"val_loss", loss}, {"train_ms", train_ms_}});
   return {};
 }
@@ -119,6 +123,11 @@ Status RankRunner::TrainStep(int64_t step) {
 }
 
 void RankRunner::EmitStep(int64_t step, double loss, double step_ms) {
+  if (events_ != nullptr && ((step + 1) % 10 == 0 || step == 0)) {
+    std::fprintf(stderr, "step %lld/%lld  loss %.4f  %.1f ms/step  train %.1f s\n",
+                 static_cast<long long>(step + 1), static_cast<long long>(plan_.last_step), loss,
+                 step_ms, train_ms_ / 1000);
+  }
   Emit({{"event", "step"},
         {"step", step + 1},
         {"train_loss", loss},
