@@ -76,8 +76,12 @@ int main(int argc, char** argv) {
                  "database, worker folders and datasets/ (default ~/.local/share/ablate)");
   up->add_option("--listen", up_opts.listen, "coordinator HOST:PORT (port 0 picks one)")
       ->capture_default_str();
-  up->add_option("--cpu-slots", up_opts.cpu_slots, "concurrent CPU runs on the local worker")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  up->add_option("--cpu-slots", up_opts.cpu_slots,
+                 "concurrent CPU runs on the local worker (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  up->add_flag("--demo", up_opts.demo,
+               "also encode the demo dataset (once), submit the example sweep of the five seed "
+               "ablations at tiny scale, wait for it, print the results and stop");
   up->add_option("--gpus", up_opts.gpus, "GPUs the local worker uses: all, none or 0,1,...")
       ->capture_default_str();
   up->add_option("--lease-ms", up_opts.lease_ms, "worker lease")->capture_default_str();

@@ -66,6 +66,16 @@ std::string DiffSummary(const std::string& diff_json) {
   return out;
 }
 
+// The last `n` lines of `text`.
+std::string LastLines(const std::string& text, int n) {
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  for (int i = 0; i < n && pos != std::string::npos && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+  }
+  return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -266,6 +276,11 @@ int RunCommand(Client& c, int64_t id) {
                 FormatTimestampMs(a.finished_ms()), a.error().empty() ? "-" : a.error()});
     }
     t.Print(std::cout);
+    const std::string& tail = r.attempts(r.attempts_size() - 1).stderr_tail();
+    if (!tail.empty()) {
+      std::cout << "\nstderr of the last attempt (tail):\n" << LastLines(tail, 40);
+      if (tail.back() != '\n') std::cout << "\n";
+    }
   }
   std::cout << "\nconfig: " << r.config_json() << "\n";
   return kExitOk;

@@ -23,7 +23,8 @@ int WorkersCommand(Client& c);
 struct UpOptions {
   std::string data_dir;              // coordinator DB, worker work dir, datasets/
   std::string listen = "127.0.0.1:7070";
-  int cpu_slots = 2;
+  int cpu_slots = 0;  // 0 = one per core
+  bool demo = false;  // submit the demo sweep, wait for it, print results, stop
   std::string gpus = "all";
   int64_t lease_ms = 10000;
 };

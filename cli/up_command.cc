@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/demo_spec.h"
 
 namespace ablate {
 namespace {
@@ -75,6 +77,72 @@ void StopAll(const std::vector<pid_t>& pids, std::chrono::seconds grace) {
   }
 }
 
+// Fortune files of Debian's fortunes-min package (text only, no .dat indexes or .u8 links).
+std::vector<std::string> FortuneFiles() {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/usr/share/games/fortunes", ec)) {
+    std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && !e.is_symlink() && ext != ".dat" && ext != ".u8") {
+      files.push_back(e.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Encodes the demo dataset once; later demos reuse it.
+bool EnsureDemoDataset(const std::string& datasets) {
+  std::string out = datasets + "/debian-text";
+  if (fs::exists(out + "/manifest.json")) return true;
+  std::string tool = FindSibling("ablate-data", "trainer");
+  std::vector<std::string> inputs = FortuneFiles();
+  if (tool.empty() || inputs.empty()) {
+    std::cerr << "ablate up --demo: needs ablate-data and Debian's fortunes-min package "
+                 "(apt-get install fortunes-min)\n";
+    return false;
+  }
+  std::cout << "ablate up: encoding the demo dataset from " << inputs.size()
+            << " fortune files into " << out << std::endl;
+  std::vector<std::string> argv = {tool, "encode"};
+  argv.insert(argv.end(), inputs.begin(), inputs.end());
+  argv.insert(argv.end(), {"--out", out, "--val-fraction", "0.1"});
+  pid_t pid = Spawn(argv, datasets + "/encode.log");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::cerr << "ablate up --demo: encoding failed; see " << datasets << "/encode.log\n";
+    return false;
+  }
+  return true;
+}
+
+// Submits the embedded demo sweep, follows it to the end and prints every run's result.
+int RunDemo(const std::string& address, const std::string& dir) {
+  ClientOptions co;
+  co.server = address;
+  std::string error;
+  std::unique_ptr<Client> c = Client::Create(co, &error);
+  if (!c) return kExitFailure;
+  v1::SubmitSweepRequest req;
+  req.set_spec_yaml(kDemoSpecYaml);
+  req.set_file_name("examples/demo-tiny.yaml");
+  v1::SubmitSweepResponse resp;
+  grpc::Status s = c->stub().SubmitSweep(c->Context().get(), req, &resp);
+  if (!s.ok()) return c->Fail(s, "demo sweep");
+  int64_t id = resp.sweep().id();
+  std::cout << "ablate up --demo: submitted sweep " << id << " '" << resp.sweep().name()
+            << "' (" << resp.runs_size() << " runs); training on this machine's CPU\n"
+            << std::endl;
+  int watched = WatchCommand(*c, id);
+  std::cout << "\nresults (final val loss, time to target " << resp.sweep().target_val_loss()
+            << "):\n";
+  RunsCommand(*c, id, "");
+  std::cout << "\nstored in " << dir << "/ablate.db; inspect later with `ablate up --data-dir "
+            << dir << "` and `ablate sweep " << id << "`" << std::endl;
+  return watched;
+}
+
 }  // namespace
 
 int UpCommand(const UpOptions& o) {
@@ -89,6 +157,8 @@ int UpCommand(const UpOptions& o) {
   std::string dir = o.data_dir;
   fs::create_directories(dir + "/datasets");
   fs::create_directories(dir + "/worker");
+  if (o.demo && !EnsureDemoDataset(dir + "/datasets")) return kExitFailure;
+  int cpu_slots = o.cpu_slots > 0 ? o.cpu_slots : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string port_file = dir + "/coordinator.port";
   fs::remove(port_file);
   sigset_t set;
@@ -109,23 +179,29 @@ int UpCommand(const UpOptions& o) {
   std::string address = host + ":" + port;
   std::vector<std::string> wargv = {worker,      "--coordinator", address, "--work-dir",
                                     dir + "/worker", "--data-dir",  dir + "/datasets",
-                                    "--cpu-slots", std::to_string(o.cpu_slots), "--gpus", o.gpus,
+                                    "--cpu-slots", std::to_string(cpu_slots), "--gpus", o.gpus,
                                     "--name",      "local"};
   if (!trainer.empty()) wargv.insert(wargv.end(), {"--trainer", trainer});
   pid_t work = Spawn(wargv, dir + "/worker.log");
   std::cout << "ablate up: coordinator on " << address << " (data " << dir
-            << "), local worker with " << o.cpu_slots << " CPU slots, GPUs " << o.gpus << "\n"
+            << "), local worker with " << cpu_slots << " CPU slots, GPUs " << o.gpus << "\n"
             << "  export ABLATE_SERVER=" << address << "\n"
             << "  logs: " << dir << "/coordinator.log, " << dir << "/worker.log\n"
             << "  datasets: " << dir << "/datasets (one folder per dataset)\n"
             << "Ctrl-C stops both." << std::endl;
   std::ofstream(dir + "/server") << address << "\n";
-  int sig = 0;
-  sigwait(&set, &sig);
+  int code = kExitOk;
+  if (o.demo) {
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);  // Ctrl-C ends the watch, then everything stops
+    code = RunDemo(address, dir);
+  } else {
+    int sig = 0;
+    sigwait(&set, &sig);
+  }
   std::cout << "ablate up: stopping" << std::endl;
   StopAll({work, coord}, std::chrono::seconds(15));
   fs::remove(dir + "/server");
-  return kExitOk;
+  return code;
 }
 
 }  // namespace ablate

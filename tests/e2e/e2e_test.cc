@@ -10,6 +10,7 @@
 #include <iostream>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -22,16 +23,25 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-// A small sweep of the real trainer: r9 at tiny scale, shortened.
-std::string Spec(const std::string& name, int iterations, int seeds, int max_attempts = 3) {
+// A small sweep of the real trainer: r9 at tiny scale, shortened, with optional ablations.
+std::string Spec(const std::string& name, int iterations, int seeds, int max_attempts = 3,
+                 const std::string& ablations = "") {
   return "name: " + name +
          "\nbaseline: {preset: r9-shortcuts, scale: tiny, set: {num_iterations: " +
          std::to_string(iterations) +
          ", val_every: 5, val_tokens: 4096}}\n"
          "seeds: " +
          std::to_string(seeds) + "\ngpus_per_run: 0\ndataset: debian-text\nmax_attempts: " +
-         std::to_string(max_attempts) + "\n";
+         std::to_string(max_attempts) + "\n" + ablations;
 }
+
+constexpr const char* kFiveAblations = R"(ablations:
+  - {name: softcap-15, set: {logit_softcap: 15}}
+  - {name: no-momentum-warmup, set: {muon.momentum_warmup_steps: 0}}
+  - {name: no-shortcut, set: {embed_shortcut: false}}
+  - {name: attn-scale-012, set: {attn_scale: 0.12}}
+  - {name: adam-eps-1e-10, set: {adam.eps: 1.0e-10}}
+)";
 
 class E2eTest : public ::testing::Test {
  protected:
@@ -70,14 +80,15 @@ class E2eTest : public ::testing::Test {
   }
 
   std::unique_ptr<Subprocess> StartWorker(const std::string& name, int slots,
-                                          const std::string& trainer = ABLATE_TRAIN_BIN) {
-    return std::make_unique<Subprocess>(
-        std::vector<std::string>{ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir",
-                                 root_.path() + "/work-" + name, "--data-dir",
-                                 root_.path() + "/datasets", "--cpu-slots",
-                                 std::to_string(slots), "--gpus", "none", "--name", name,
-                                 "--trainer", trainer, "--grace-ms", "2000"},
-        root_.path());
+                                          const std::string& trainer = ABLATE_TRAIN_BIN,
+                                          std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir",
+                                     root_.path() + "/work-" + name, "--data-dir",
+                                     root_.path() + "/datasets", "--cpu-slots",
+                                     std::to_string(slots), "--gpus", "none", "--name", name,
+                                     "--trainer", trainer, "--grace-ms", "2000"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::make_unique<Subprocess>(argv, root_.path());
   }
 
   ProcessResult Cli(std::vector<std::string> args) {
@@ -129,6 +140,27 @@ class E2eTest : public ::testing::Test {
     return out;
   }
 
+  int Count(const std::string& sql) {
+    sqlite3* db = nullptr;
+    std::string path = root_.path() + "/ablate.db";
+    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
+    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+  }
+
+  int ValPoints(int run_id) {
+    return Count("SELECT count(*) FROM metrics WHERE val_loss IS NOT NULL AND run_id = " +
+                 std::to_string(run_id));
+  }
+
+  int AttemptMetricRows(const std::string& attempt_id) {
+    return Count("SELECT count(*) FROM metrics WHERE attempt_id = " + attempt_id);
+  }
+
   static bool Is(const json& run, const std::string& state) { return run["state"] == state; }
 
   TempDir root_;
@@ -136,24 +168,83 @@ class E2eTest : public ::testing::Test {
   std::string address_;
 };
 
-TEST_F(E2eTest, SweepTrainsToTheEndWithLiveMetrics) {
-  auto worker = StartWorker("w1", 2);
-  Submit(Spec("loop", 12, 2));
-  for (int id : {1, 2}) {
-    json run = WaitRun(id, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 180s);
+TEST_F(E2eTest, SweepOfSixVariantsOnTwoWorkersCompletes) {
+  auto w1 = StartWorker("w1", 1);
+  auto w2 = StartWorker("w2", 1);
+  Submit(Spec("loop", 12, 2, 3, kFiveAblations));
+  std::set<std::string> used;
+  for (int id = 1; id <= 12; ++id) {
+    json run = WaitRun(id, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 300s);
     EXPECT_EQ(run["summary"]["steps"], "12");
     // Below the loss of a uniform guess over the 512-token byte vocabulary.
     EXPECT_LT(run["summary"]["final_val_loss"].get<double>(), std::log(512.0));
-    EXPECT_EQ(run["worker_id"], "w1");
+    used.insert(run["worker_id"].get<std::string>());
     // Steps 1..12 plus the validation at step 0, each exactly once.
-    EXPECT_EQ(MetricRows(id), std::make_pair(13, 13));
+    EXPECT_EQ(MetricRows(id), std::make_pair(13, 13)) << "run " << id;
+    EXPECT_EQ(ValPoints(id), 4) << "val at steps 0, 5, 10 and 12";
   }
+  EXPECT_EQ(used, (std::set<std::string>{"w1", "w2"}));
   json sweep = CliJson({"sweep", "1"});
   EXPECT_EQ(sweep["state"], "SWEEP_SUCCEEDED");
+  EXPECT_EQ(sweep["variants"].size(), 6u);
   json workers = CliJson({"workers"});
-  ASSERT_EQ(workers["workers"].size(), 1u);
+  ASSERT_EQ(workers["workers"].size(), 2u);
   EXPECT_EQ(workers["workers"][0]["datasets"][0], "debian-text");
   EXPECT_TRUE(workers["workers"][0]["connected"].get<bool>());
+}
+
+TEST_F(E2eTest, PartitionedWorkerCannotWriteAfterItsLease) {
+  auto a = StartWorker("a", 1);
+  Submit(Spec("partition", 40, 1));
+  WaitRun(1, [&](const json& r) { return Is(r, "RUN_RUNNING") && MetricRows(1).first > 2; },
+          60s);
+  a->Signal(SIGSTOP);  // a partition: the process and its trainer stay, but say nothing
+  auto b = StartWorker("b", 1);
+  WaitRun(1, [](const json& r) { return r["worker_id"] == "b"; }, 60s);
+  a->Signal(SIGCONT);  // back: its buffered points and result belong to a superseded attempt
+  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
+  EXPECT_EQ(run["worker_id"], "b");
+  EXPECT_EQ(run["attempts_used"], 0);
+  ASSERT_EQ(run["attempts"].size(), 2u);
+  EXPECT_EQ(run["attempts"][0]["state"], "lost");
+  // The current attempt's curve is whole and single; the stale attempt added nothing after
+  // it was superseded (its rows are from before the partition only).
+  int current = AttemptMetricRows(run["attempts"][1]["id"].get<std::string>());
+  EXPECT_EQ(current, 41);
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(AttemptMetricRows(run["attempts"][1]["id"].get<std::string>()), 41);
+}
+
+TEST_F(E2eTest, WorkerWithWrongTokenIsRefused) {
+  coordinator_->Signal(SIGTERM);
+  coordinator_->Wait(10s);
+  WriteFile(root_.path() + "/worker.token", "right");
+  WriteFile(root_.path() + "/wrong.token", "wrong");
+  fs::remove(root_.path() + "/port");
+  coordinator_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
+                               root_.path(), "--port-file", root_.path() + "/port",
+                               "--worker-token-file", root_.path() + "/worker.token"},
+      root_.path());
+  for (int i = 0; i < 500 && !fs::exists(root_.path() + "/port"); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  std::string port = ReadFile(root_.path() + "/port");
+  address_ = "127.0.0.1:" + port.substr(0, port.find('\n'));
+  auto bad = StartWorker("bad", 1, ABLATE_TRAIN_BIN,
+                         {"--token-file", root_.path() + "/wrong.token"});
+  auto good = StartWorker("good", 1, ABLATE_TRAIN_BIN,
+                          {"--token-file", root_.path() + "/worker.token"});
+  for (int i = 0; i < 100; ++i) {
+    json w = CliJson({"workers"});
+    if (w.is_object() && w["workers"].size() == 1) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  std::this_thread::sleep_for(1s);
+  json workers = CliJson({"workers"});
+  ASSERT_EQ(workers["workers"].size(), 1u);
+  EXPECT_EQ(workers["workers"][0]["id"], "good");
+  EXPECT_NE(bad->Stderr().find("wrong worker token"), std::string::npos) << bad->Stderr();
 }
 
 TEST_F(E2eTest, LostWorkerRequeuesWithoutUsingRetryBudget) {
