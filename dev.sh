@@ -16,7 +16,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libopenblas-dev libboost-dev libgtest-dev
   python3 python3-torch python3-numpy python3-scipy
-  fortunes-min
+  fortunes-min openssl
 )
 
 as_root() {

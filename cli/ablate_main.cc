@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.add_option("--server", opts.server, "coordinator HOST:PORT (or ABLATE_SERVER)");
   app.add_option("--token-file", opts.token_file, "file holding the client token (or ABLATE_TOKEN)");
+  app.add_option("--tls-ca", opts.tls_ca,
+                 "PEM CA certificate: use TLS and verify the coordinator (or ABLATE_TLS_CA)");
   app.add_flag("--json", opts.json, "print JSON instead of tables");
 
   std::string spec, state, tag, preset, scale = "full";

@@ -47,7 +47,23 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   c->json_ = o.json;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
-  c->channel_ = grpc::CreateCustomChannel(c->server_, grpc::InsecureChannelCredentials(), args);
+  std::string ca_file = o.tls_ca;
+  if (ca_file.empty()) {
+    const char* env = std::getenv("ABLATE_TLS_CA");
+    if (env) ca_file = env;
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!ca_file.empty()) {
+    std::ifstream in(ca_file);
+    if (!in) {
+      *error = "cannot read TLS CA file " + ca_file;
+      return nullptr;
+    }
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs.assign(std::istreambuf_iterator<char>(in), {});
+    creds = grpc::SslCredentials(ssl);
+  }
+  c->channel_ = grpc::CreateCustomChannel(c->server_, creds, args);
   c->stub_ = v1::AblateService::NewStub(c->channel_);
   return c;
 }

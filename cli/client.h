@@ -27,6 +27,7 @@ struct ClientOptions {
   std::string server;      // HOST:PORT
   std::string token_file;  // overrides token
   std::string token;
+  std::string tls_ca;  // PEM CA file: connect with TLS (or ABLATE_TLS_CA)
   bool json = false;
 };
 

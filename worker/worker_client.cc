@@ -10,7 +10,8 @@ namespace {
 
 constexpr int64_t kDefaultHeartbeatMs = 1000;
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                          const std::string& tls_ca_pem) {
   grpc::ChannelArguments args;
   // gRPC's own reconnect backoff (1 s growing to 120 s by default) would keep a restarted
   // coordinator unreachable long after it is back; keep it within our own schedule.
@@ -21,7 +22,12 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (tls_ca_pem.empty()) {
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = tls_ca_pem;
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 int64_t WallMs() {
@@ -34,7 +40,7 @@ int64_t WallMs() {
 
 WorkerClient::WorkerClient(WorkerClientOptions options)
     : options_(std::move(options)),
-      channel_(MakeChannel(options_.coordinator)),
+      channel_(MakeChannel(options_.coordinator, options_.tls_ca_pem)),
       stub_(v1::WorkerService::NewStub(channel_)) {}
 
 void WorkerClient::Run() {

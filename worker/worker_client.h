@@ -23,6 +23,7 @@ namespace ablate::worker {
 struct WorkerClientOptions {
   std::string coordinator;  // HOST:PORT
   std::string token;        // worker token, sent as `authorization: Bearer <token>`; "" for none
+  std::string tls_ca_pem;   // PEM roots to verify a TLS coordinator; "" = plaintext
   // Builds the Hello for each connection (datasets and held attempts may have changed).
   std::function<v1::Hello()> make_hello;
   // Heartbeat period; 0 uses Welcome.heartbeat_interval_ms (1000 when that is 0 too).

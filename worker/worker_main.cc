@@ -20,7 +20,7 @@ namespace {
 using namespace ablate::worker;
 
 struct Flags {
-  std::string coordinator, work_dir, token_file, gpus = "all", name, data_dir, trainer;
+  std::string coordinator, work_dir, token_file, tls_ca, gpus = "all", name, data_dir, trainer;
   int cpu_slots = 1;
   int64_t heartbeat_ms = 0;
   int64_t grace_ms = 10000;
@@ -30,6 +30,7 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--coordinator", f.coordinator, "coordinator HOST:PORT")->required();
   app.add_option("--work-dir", f.work_dir, "run folders and the outbox live here")->required();
   app.add_option("--token-file", f.token_file, "file holding the worker token");
+  app.add_option("--tls-ca", f.tls_ca, "PEM CA certificate: connect with TLS, verifying the coordinator");
   app.add_option("--gpus", f.gpus, "all, none, or indices like 0,1")->default_val("all");
   app.add_option("--cpu-slots", f.cpu_slots, "concurrent CPU-only runs")
       ->check(CLI::NonNegativeNumber)->default_val(1);
@@ -115,6 +116,11 @@ int main(int argc, char** argv) {
   WorkerClientOptions client_options;
   client_options.coordinator = f.coordinator;
   client_options.token = *token;
+  if (!f.tls_ca.empty()) {
+    std::ifstream ca(f.tls_ca);
+    if (!ca) return Die("cannot read --tls-ca file " + f.tls_ca);
+    client_options.tls_ca_pem.assign(std::istreambuf_iterator<char>(ca), {});
+  }
   client_options.heartbeat_ms = f.heartbeat_ms;
   client_options.make_hello = [&] {
     ablate::v1::Hello hello;

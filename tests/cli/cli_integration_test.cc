@@ -151,6 +151,24 @@ TEST_F(CliTest, RejectedSpecNamesTheProblemAndStoresNothing) {
   EXPECT_EQ(Cli({"submit", data_.path() + "/missing.yaml"}).exit_code, 3);
 }
 
+// Every malformed spec of the parser's suite, now through the real CLI and coordinator: each is
+// rejected with exit code 3 and a file:line:column message, and nothing at all is stored.
+TEST_F(CliTest, EveryMalformedSpecIsRejectedAndStoresNothing) {
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(ABLATE_SPECS_DIR)) {
+    std::string path = e.path().string();
+    ProcessResult r = Cli({"submit", path});
+    EXPECT_EQ(r.exit_code, 3) << path << "\n" << r.out << r.err;
+    std::string where = e.path().filename().string() + ":";
+    EXPECT_NE(r.err.find(where), std::string::npos) << path << ": " << r.err;
+    ++checked;
+  }
+  EXPECT_GE(checked, 25);
+  for (const char* table : {"sweeps", "variants", "runs", "events"}) {
+    EXPECT_EQ(CountRows(table), 0) << table;
+  }
+}
+
 TEST_F(CliTest, ExitCodes) {
   EXPECT_EQ(Cli({"sweep", "99"}).exit_code, 4);
   EXPECT_EQ(Cli({"run", "99"}).exit_code, 4);
@@ -253,6 +271,47 @@ TEST_F(TokenTest, WrongOrMissingTokenIsRefused) {
   ProcessResult ok = Cli({"--token-file", data_.path() + "/client.token", "submit", Spec()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(Cli({"sweeps"}, {{"ABLATE_TOKEN", "s3cret"}}).exit_code, 0);
+}
+
+class TlsTest : public CliTest {
+ protected:
+  void SetUp() override {
+    std::string d = data_.path();
+    ProcessResult gen = RunProcess(
+        {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+         d + "/key.pem", "-out", d + "/cert.pem", "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    coordinator_ = std::make_unique<Coordinator>(
+        d, logs_.path(),
+        std::vector<std::string>{"--tls-cert", d + "/cert.pem", "--tls-key", d + "/key.pem"});
+    WriteFile(d + "/spec.yaml", kSpec);
+  }
+};
+
+TEST_F(TlsTest, ClientsNeedTheCaToTalkToATlsCoordinator) {
+  std::string ca = data_.path() + "/cert.pem";
+  ProcessResult ok = Cli({"--tls-ca", ca, "submit", Spec()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(Cli({"sweeps"}, {{"ABLATE_TLS_CA", ca}}).exit_code, 0);
+  ProcessResult plain = Cli({"sweeps"});
+  EXPECT_EQ(plain.exit_code, 5) << "a plaintext client must not get through";
+  ProcessResult missing = Cli({"--tls-ca", data_.path() + "/nope.pem", "sweeps"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("cannot read TLS CA file"), std::string::npos);
+  // A worker verifies the coordinator with the same CA and registers over TLS.
+  Subprocess worker({ABLATE_WORKER_BIN, "--coordinator", coordinator_->address(), "--work-dir",
+                     data_.path() + "/work", "--tls-ca", ca, "--gpus", "none", "--name", "tls-w"},
+                    logs_.path());
+  json workers;
+  for (int i = 0; i < 100; ++i) {
+    ProcessResult r = Cli({"--tls-ca", ca, "--json", "workers"});
+    workers = json::parse(r.out, nullptr, false);
+    if (workers.is_object() && workers["workers"].size() == 1) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(workers["workers"].size(), 1u) << worker.Stderr();
+  EXPECT_EQ(workers["workers"][0]["id"], "tls-w");
 }
 
 }  // namespace
