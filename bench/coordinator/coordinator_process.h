@@ -1,0 +1,52 @@
+// A real ablate-coordinator child process for the coordinator benchmarks: started on
+// 127.0.0.1:0 with a temporary data dir, stopped with SIGTERM when the object dies. Also the
+// client-side helpers the benchmarks share (sweep specs, SubmitSweep, percentiles).
+#ifndef ABLATE_BENCH_COORDINATOR_COORDINATOR_PROCESS_H_
+#define ABLATE_BENCH_COORDINATOR_COORDINATOR_PROCESS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ablate/v1/client.grpc.pb.h"
+#include "tests/util/subprocess.h"
+
+namespace ablate::bench {
+
+class CoordinatorProcess {
+ public:
+  // Starts `binary` and waits (up to 5 s) for its port file. Check ok() before use.
+  explicit CoordinatorProcess(const std::string& binary);
+  ~CoordinatorProcess();  // SIGTERM, then waits up to 10 s
+  CoordinatorProcess(const CoordinatorProcess&) = delete;
+  CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
+
+  bool ok() const { return !target_.empty(); }
+  // "127.0.0.1:<port>".
+  const std::string& target() const { return target_; }
+  // A new channel on its own TCP connection (each simulated worker gets one, as real ones do).
+  std::shared_ptr<grpc::Channel> NewChannel() const;
+  std::string Stderr() const { return process_->Stderr(); }
+
+ private:
+  testing::TempDir dir_;
+  std::unique_ptr<testing::Subprocess> process_;
+  std::string target_;
+};
+
+// A CPU-only sweep of `runs` runs (the baseline with `runs` seeds) on the dataset "bench".
+std::string BenchSweepSpec(const std::string& name, int runs);
+
+// Submits `spec`; nullopt (after printing the error) when the RPC fails.
+std::optional<v1::SubmitSweepResponse> SubmitSweep(v1::AblateService::Stub& stub,
+                                                   const std::string& spec);
+
+// The q-quantile (0 <= q <= 1, nearest rank) of `values`; 0 when empty.
+double Percentile(std::vector<double> values, double q);
+
+}  // namespace ablate::bench
+
+#endif  // ABLATE_BENCH_COORDINATOR_COORDINATOR_PROCESS_H_

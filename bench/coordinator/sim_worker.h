@@ -1,0 +1,100 @@
+// A simulated worker daemon: one WorkerService.Connect stream speaking the real protocol
+// (Hello -> Welcome, Heartbeats, Assignments, RunStarted, MetricBatches -> Acks, RunFinished ->
+// Ack{finished}) with no trainer behind it. Records each batch's send -> Ack latency.
+//
+// Thread-safe: any number of threads may send and wait on one SimWorker (writes are serialised);
+// a reader thread receives, a heartbeat thread beats at the Welcome's interval.
+#ifndef ABLATE_BENCH_COORDINATOR_SIM_WORKER_H_
+#define ABLATE_BENCH_COORDINATOR_SIM_WORKER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ablate/v1/worker.grpc.pb.h"
+
+namespace ablate::bench {
+
+using Clock = std::chrono::steady_clock;
+
+struct ReceivedAssignment {
+  v1::Assignment assignment;
+  Clock::time_point arrived;  // when the reader thread got it off the stream
+};
+
+class SimWorker {
+ public:
+  SimWorker(std::shared_ptr<grpc::Channel> channel, std::string worker_id, int cpu_slots);
+  ~SimWorker();  // Close()
+  SimWorker(const SimWorker&) = delete;
+  SimWorker& operator=(const SimWorker&) = delete;
+
+  // Hello -> Welcome, then starts the reader and heartbeat threads. False (printed) on failure.
+  bool Connect();
+  // Ends the stream (WritesDone) and joins the threads. Idempotent.
+  void Close();
+
+  // The next Assignment not yet taken; nullopt after `timeout` or once the stream ended.
+  std::optional<ReceivedAssignment> NextAssignment(std::chrono::milliseconds timeout);
+
+  void SendRunStarted(const v1::Assignment& a);
+  // Sends `batch` (attempt, token and seq must be set) and starts its latency clock.
+  void SendBatch(const v1::MetricBatch& batch);
+  // Waits until every batch of the attempt with seq <= `seq` is acknowledged.
+  bool WaitAcked(int64_t attempt_id, int64_t seq, std::chrono::milliseconds timeout);
+  // RunFinished (status "ok") and waits for its Ack with finished = true.
+  bool Finish(const v1::Assignment& a, int64_t steps, std::chrono::milliseconds timeout);
+
+  // Send -> Ack latencies (ms) recorded so far, cleared.
+  std::vector<double> TakeLatenciesMs();
+  int cancels() const;
+
+ private:
+  struct AttemptAcks {
+    int64_t acked_seq = 0;
+    bool finished = false;
+    std::map<int64_t, Clock::time_point> in_flight;  // seq -> send time
+  };
+
+  bool Write(const v1::WorkerMessage& msg);
+  void ReadLoop();
+  void HeartbeatLoop();
+  void OnAck(const v1::Ack& ack, Clock::time_point now);
+
+  const std::string worker_id_;
+  const int cpu_slots_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream_;
+  std::mutex write_mu_;  // one writer at a time on the stream
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<ReceivedAssignment> assignments_;  // guarded by mu_
+  std::map<int64_t, AttemptAcks> acks_;         // by attempt id; guarded by mu_
+  std::vector<double> latencies_ms_;            // guarded by mu_
+  int cancels_ = 0;                             // guarded by mu_
+  bool stream_ended_ = false;                   // guarded by mu_
+  bool stopping_ = false;                       // guarded by mu_
+  int64_t heartbeat_ms_ = 1000;
+
+  std::thread reader_;
+  std::thread heartbeat_;
+  bool closed_ = false;
+};
+
+// One step point with every field a trainer reports.
+v1::MetricPoint BenchPoint(int64_t step);
+
+}  // namespace ablate::bench
+
+#endif  // ABLATE_BENCH_COORDINATOR_SIM_WORKER_H_
