@@ -1,5 +1,5 @@
-// Attention kernels. Forward parallelises over (batch, head, query); backward over (batch, head)
-// so that each task owns its slice of dk and dv.
+// Attention kernels: per (batch, head) slice, tiles of queries whose scores and softmax
+// gradients are computed with GEMMs over the tile's key range (strided in place, no gathering).
 #include "trainer/cpu/attention.h"
 
 #include <algorithm>
@@ -7,17 +7,11 @@
 #include <vector>
 
 #include "trainer/cpu/fast_exp.h"
+#include "trainer/cpu/matmul.h"
 #include "trainer/cpu/parallel.h"
 
 namespace ablate::cpu {
 namespace {
-
-template <class T>
-T Dot(const T* a, const T* b, int64_t n) {
-  T s = 0;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
 
 // Row (b, t, h) of a (B, T, NH, HD) tensor.
 inline int64_t Row(int64_t bi, int64_t ti, int64_t hi, int64_t t, int64_t nh, int64_t hd) {
@@ -44,36 +38,81 @@ void attention_key_start(int32_t* lo, const int32_t* tokens, int64_t stride, int
 
 namespace {
 
-// One (batch, head) slice gathered into contiguous scratch: q, k, v as (T, HD) and k, v
-// transposed as (HD, T), so that every inner loop is a contiguous, vectorisable axpy.
-template <class T>
-struct HeadSlice {
-  std::vector<T> q, k, v, kt, vt, p, dp;
-  HeadSlice(int64_t t, int64_t hd)
-      : q(t * hd), k(t * hd), v(t * hd), kt(t * hd), vt(t * hd), p(t), dp(t) {}
-  void Load(const T* qs, const T* ks, const T* vs, int64_t bi, int64_t hi, int64_t t, int64_t nh,
-            int64_t hd) {
-    for (int64_t ti = 0; ti < t; ++ti) {
-      int64_t r = Row(bi, ti, hi, t, nh, hd);
-      for (int64_t j = 0; j < hd; ++j) {
-        q[ti * hd + j] = qs[r + j];
-        k[ti * hd + j] = kt[j * t + ti] = ks[r + j];
-        v[ti * hd + j] = vt[j * t + ti] = vs[r + j];
-      }
-    }
-  }
+// Queries per tile. A tile's scores are one (kQueryTile, keys) block that stays in L2, and its
+// products are GEMMs long enough for OpenBLAS's kernels (T = 256, HD = 32: 64 × 256 × 32).
+constexpr int64_t kQueryTile = 64;
+
+// One query tile [t0, t1) of one (batch, head) slice. Its keys are [k0, t1) with k0 the smallest
+// lo of the tile; row r (query t0 + r) may see columns [lo(t) − k0, t − k0] of that range.
+// Pointers address the slice's first element of q, k, v, out, …; rows are `ld` apart.
+struct Tile {
+  int64_t t0, t1, k0;
+  int64_t rows() const { return t1 - t0; }
+  int64_t keys() const { return t1 - k0; }
 };
 
-// p[s] = scale · q·k_s for s in [s0, s1), via the transposed keys.
 template <class T>
-void Scores(T* p, const T* q, const T* kt, int64_t s0, int64_t s1, int64_t t, int64_t hd,
-            T scale) {
-  for (int64_t s = s0; s < s1; ++s) p[s] = 0;
-  for (int64_t j = 0; j < hd; ++j) {
-    T qj = scale * q[j];
-    const T* row = kt + j * t;
-    for (int64_t s = s0; s < s1; ++s) p[s] += qj * row[s];
+struct SliceArgs {
+  const T *q, *k, *v;
+  const int32_t* lo;  // (T) of this sequence
+  int64_t ld, hd;
+  T scale;
+};
+
+inline Tile MakeTile(const int32_t* lo, int64_t t0, int64_t t1) {
+  int64_t k0 = t0;
+  for (int64_t t = t0; t < t1; ++t) k0 = std::min<int64_t>(k0, lo[t]);
+  return {t0, t1, k0};
+}
+
+// s (rows, keys) = scale · q_tile k_rangeᵀ.
+template <class T>
+void TileScores(T* s, const SliceArgs<T>& a, const Tile& tile) {
+  Gemm<T>(Trans::kNo, Trans::kYes, tile.rows(), tile.keys(), a.hd, a.scale, a.q + tile.t0 * a.ld,
+          a.ld, a.k + tile.k0 * a.ld, a.ld, T(0), s, tile.keys());
+}
+
+// Row r of a tile: visible columns [first, last] of the key range.
+inline void VisibleColumns(const int32_t* lo, const Tile& tile, int64_t r, int64_t* first,
+                           int64_t* last) {
+  *first = lo[tile.t0 + r] - tile.k0;
+  *last = tile.t0 + r - tile.k0;
+}
+
+// In place: row r of s becomes exp(s − shift) on its visible columns and 0 elsewhere.
+template <class T>
+void ExpRow(T* row, int64_t first, int64_t last, int64_t keys, T shift) {
+  std::fill(row, row + first, T(0));
+  for (int64_t j = first; j <= last; ++j) row[j] = FastExp(row[j] - shift);
+  std::fill(row + last + 1, row + keys, T(0));
+}
+
+// Softmax of every row over its visible columns; lse[r] = its log-sum-exp.
+template <class T>
+void SoftmaxRows(T* s, T* lse, const int32_t* lo, const Tile& tile) {
+  for (int64_t r = 0; r < tile.rows(); ++r) {
+    int64_t first, last;
+    VisibleColumns(lo, tile, r, &first, &last);
+    T* row = s + r * tile.keys();
+    T mx = RowMax(row + first, last - first + 1);
+    T sum = SumExpShifted(row + first, last - first + 1, mx);
+    ExpRow(row, first, last, tile.keys(), mx + std::log(sum));
+    lse[r] = mx + std::log(sum);
   }
+}
+
+template <class T>
+void ForwardTile(T* out, T* lse, T* s, const SliceArgs<T>& a, const Tile& tile) {
+  TileScores(s, a, tile);
+  SoftmaxRows(s, lse + tile.t0, a.lo, tile);
+  Gemm<T>(Trans::kNo, Trans::kNo, tile.rows(), a.hd, tile.keys(), T(1), s, tile.keys(),
+          a.v + tile.k0 * a.ld, a.ld, T(0), out + tile.t0 * a.ld, a.ld);
+}
+
+// Calls fn(tile) for the query tiles of a sequence of t tokens.
+template <class Fn>
+void ForEachTile(const int32_t* lo, int64_t t, const Fn& fn) {
+  for (int64_t t0 = 0; t0 < t; t0 += kQueryTile) fn(MakeTile(lo, t0, std::min(t, t0 + kQueryTile)));
 }
 
 }  // namespace
@@ -82,61 +121,63 @@ template <class T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const int32_t* lo,
                        int64_t b, int64_t t, int64_t nh, int64_t hd, T scale) {
   ParallelFor(b * nh, [&](int64_t bh) {
-    int64_t bi = bh / nh, hi = bh % nh;
-    HeadSlice<T> h(t, hd);
-    h.Load(q, k, v, bi, hi, t, nh, hd);
-    T* p = h.p.data();
-    for (int64_t ti = 0; ti < t; ++ti) {
-      int64_t s0 = lo[bi * t + ti], s1 = ti + 1;
-      Scores(p, h.q.data() + ti * hd, h.kt.data(), s0, s1, t, hd, scale);
-      T mx = *std::max_element(p + s0, p + s1), sum = 0;
-      for (int64_t s = s0; s < s1; ++s) p[s] = FastExp(p[s] - mx);
-      for (int64_t s = s0; s < s1; ++s) sum += p[s];
-      T* o = out + Row(bi, ti, hi, t, nh, hd);
-      std::fill(o, o + hd, T(0));
-      T inv = T(1) / sum;
-      for (int64_t s = s0; s < s1; ++s) {
-        const T* vs = h.v.data() + s * hd;
-        T w = p[s] * inv;
-        for (int64_t j = 0; j < hd; ++j) o[j] += w * vs[j];
-      }
-      lse[bh * t + ti] = mx + std::log(sum);
-    }
+    int64_t bi = bh / nh, off = Row(bi, 0, bh % nh, t, nh, hd);
+    SliceArgs<T> a{q + off, k + off, v + off, lo + bi * t, nh * hd, hd, scale};
+    std::vector<T> s(kQueryTile * t);
+    ForEachTile(a.lo, t, [&](const Tile& tile) {
+      ForwardTile(out + off, lse + bh * t, s.data(), a, tile);
+    });
   });
 }
 
-// With p_s = exp(scale·q·k_s − lse) and D = dout·out: dS_s = p_s (dout·v_s − D),
-// dq += scale Σ dS_s k_s, dk_s += scale dS_s q, dv_s += p_s dout.
+namespace {
+
+// Gradient tensors of one slice, at its first element.
+template <class T>
+struct SliceGrads {
+  T *dq, *dk, *dv;
+  const T *dout, *out, *lse;
+};
+
+// With p = exp(scale·q kᵀ − lse) and D = rowsum(dout ⊙ out): ds = scale · p ⊙ (dout vᵀ − D),
+// dq += ds k, dk += dsᵀ q, dv += pᵀ dout.
+template <class T>
+void BackwardTile(T* p, T* ds, const SliceArgs<T>& a, const SliceGrads<T>& g, const Tile& tile) {
+  int64_t rows = tile.rows(), keys = tile.keys(), ld = a.ld;
+  TileScores(p, a, tile);
+  Gemm<T>(Trans::kNo, Trans::kYes, rows, keys, a.hd, T(1), g.dout + tile.t0 * ld, ld,
+          a.v + tile.k0 * ld, ld, T(0), ds, keys);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t first, last, t = tile.t0 + r;
+    VisibleColumns(a.lo, tile, r, &first, &last);
+    T* pr = p + r * keys;
+    T* dr = ds + r * keys;
+    ExpRow(pr, first, last, keys, g.lse[t]);
+    T d = 0;
+    for (int64_t j = 0; j < a.hd; ++j) d += g.dout[t * ld + j] * g.out[t * ld + j];
+    for (int64_t j = 0; j < keys; ++j) dr[j] = pr[j] * (dr[j] - d) * a.scale;
+  }
+  Gemm<T>(Trans::kNo, Trans::kNo, rows, a.hd, keys, T(1), ds, keys, a.k + tile.k0 * ld, ld, T(1),
+          g.dq + tile.t0 * ld, ld);
+  Gemm<T>(Trans::kYes, Trans::kNo, keys, a.hd, rows, T(1), ds, keys, a.q + tile.t0 * ld, ld, T(1),
+          g.dk + tile.k0 * ld, ld);
+  Gemm<T>(Trans::kYes, Trans::kNo, keys, a.hd, rows, T(1), p, keys, g.dout + tile.t0 * ld, ld,
+          T(1), g.dv + tile.k0 * ld, ld);
+}
+
+}  // namespace
+
+// Parallel over (batch, head): each task owns its slice of dq, dk and dv.
 template <class T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
                         const T* out, const T* lse, const int32_t* lo, int64_t b, int64_t t,
                         int64_t nh, int64_t hd, T scale) {
   ParallelFor(b * nh, [&](int64_t bh) {
-    int64_t bi = bh / nh, hi = bh % nh;
-    HeadSlice<T> h(t, hd);
-    h.Load(q, k, v, bi, hi, t, nh, hd);
-    T *p = h.p.data(), *dp = h.dp.data();
-    for (int64_t ti = 0; ti < t; ++ti) {
-      int64_t r = Row(bi, ti, hi, t, nh, hd), s0 = lo[bi * t + ti], s1 = ti + 1;
-      const T* qt = h.q.data() + ti * hd;
-      const T* go = dout + r;
-      T d = 0, l = lse[bh * t + ti];
-      for (int64_t j = 0; j < hd; ++j) d += go[j] * out[r + j];
-      Scores(p, qt, h.kt.data(), s0, s1, t, hd, scale);
-      for (int64_t s = s0; s < s1; ++s) p[s] = FastExp(p[s] - l);
-      Scores(dp, go, h.vt.data(), s0, s1, t, hd, T(1));
-      for (int64_t s = s0; s < s1; ++s) dp[s] = p[s] * (dp[s] - d) * scale;
-      for (int64_t s = s0; s < s1; ++s) {
-        T* dks = dk + Row(bi, s, hi, t, nh, hd);
-        T* dvs = dv + Row(bi, s, hi, t, nh, hd);
-        const T* ks = h.k.data() + s * hd;
-        for (int64_t j = 0; j < hd; ++j) {
-          dq[r + j] += dp[s] * ks[j];
-          dks[j] += dp[s] * qt[j];
-          dvs[j] += p[s] * go[j];
-        }
-      }
-    }
+    int64_t bi = bh / nh, off = Row(bi, 0, bh % nh, t, nh, hd);
+    SliceArgs<T> a{q + off, k + off, v + off, lo + bi * t, nh * hd, hd, scale};
+    SliceGrads<T> g{dq + off, dk + off, dv + off, dout + off, out + off, lse + bh * t};
+    std::vector<T> p(kQueryTile * t), ds(kQueryTile * t);
+    ForEachTile(a.lo, t, [&](const Tile& tile) { BackwardTile(p.data(), ds.data(), a, g, tile); });
   });
 }
 

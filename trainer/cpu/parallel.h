@@ -15,7 +15,8 @@ void ParallelFor(int64_t n, const Fn& fn) {
   for (int64_t i = 0; i < n; ++i) fn(i);
 }
 
-// Sets the op thread count for the calling thread (OpenMP team and OpenBLAS).
+// Sets the op thread count for the calling thread: its OpenMP team, which also splits large GEMMs
+// (OpenBLAS itself is set to one thread, process-wide; see matmul.cc).
 void SetThreads(int threads);
 
 }  // namespace ablate::cpu
