@@ -94,6 +94,13 @@ std::thread WaitForSignal(sigset_t set, std::function<void(int)> on_signal) {
   });
 }
 
+// Every worker stream and watcher may read at once; keep their reader connections open.
+StoreOptions CoordinatorStoreOptions() {
+  StoreOptions o;
+  o.max_idle_readers = 64;
+  return o;
+}
+
 int Serve(const Flags& f) {
   sigset_t signals = BlockShutdownSignals();
   absl::StatusOr<std::string> client_token = ReadToken(f.client_token_file);
@@ -113,7 +120,7 @@ int Serve(const Flags& f) {
               << "\n";
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir + "/ablate.db", StoreOptions{});
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir + "/ablate.db", CoordinatorStoreOptions());
   if (!store.ok()) {
     std::cerr << "ablate-coordinator: " << store.status().message() << "\n";
     return 1;
@@ -132,6 +139,7 @@ int Serve(const Flags& f) {
   ServiceHooks hooks;
   hooks.on_cancel = [&](const std::vector<int64_t>& runs) { dispatcher.CancelRuns(runs); };
   hooks.runs_by_worker = [&] { return dispatcher.RunsByWorker(); };
+  hooks.on_submit = [&] { dispatcher.Kick(); };
   AblateServiceImpl client_service(store->get(), &feed, &auth, hooks);
   WorkerServiceImpl worker_service(&dispatcher, &auth);
 

@@ -82,21 +82,27 @@ void Dispatcher::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  feed_->Notify();
+  kick_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
 }
 
+void Dispatcher::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kicked_ = true;
+  }
+  kick_cv_.notify_all();
+}
+
 void Dispatcher::Loop() {
-  uint64_t seen = feed_->version();
   while (true) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) return;
-    }
     ExpireLeases();
     ScheduleOnce();
-    if (feed_->closed()) return;
-    seen = feed_->WaitPast(seen, std::chrono::milliseconds(options_.tick_ms));
+    std::unique_lock<std::mutex> lock(mu_);
+    kick_cv_.wait_for(lock, std::chrono::milliseconds(options_.tick_ms),
+                      [this] { return kicked_ || stop_; });
+    if (stop_) return;
+    kicked_ = false;
   }
 }
 
@@ -152,6 +158,7 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     w.attempts = std::move(held);
   }
   feed_->Notify();
+  Kick();
   return welcome;
 }
 
@@ -164,16 +171,35 @@ void Dispatcher::Unregister(const std::string& worker_id, const WorkerSession* s
   }
   (void)store_->SetWorkerConnected(worker_id, false);
   feed_->Notify();
+  Kick();
 }
 
 void Dispatcher::OnHeartbeat(const std::string& worker_id) {
+  // Every message proves liveness; the store hears of it at most once per heartbeat interval,
+  // so that metric batches do not each cost a second write.
   int64_t now = Now();
+  bool persist = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = workers_.find(worker_id);
-    if (it != workers_.end()) it->second.last_heartbeat_ms = now;
+    if (it == workers_.end()) return;
+    it->second.last_heartbeat_ms = now;
+    if (now - it->second.persisted_heartbeat_ms >= options_.heartbeat_interval_ms) {
+      it->second.persisted_heartbeat_ms = now;
+      persist = true;
+    }
   }
-  (void)store_->TouchWorker(worker_id, now);
+  if (persist) (void)store_->TouchWorker(worker_id, now);
+}
+
+std::optional<int64_t> Dispatcher::RunOfAttempt(const std::string& worker_id,
+                                                int64_t attempt_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto w = workers_.find(worker_id);
+  if (w == workers_.end()) return std::nullopt;
+  auto a = w->second.attempts.find(attempt_id);
+  if (a == w->second.attempts.end()) return std::nullopt;
+  return a->second.run_id;
 }
 
 void Dispatcher::OnRunStarted(const std::string& worker_id, const v1::RunStarted& msg) {
@@ -191,10 +217,16 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
   std::vector<MetricPoint> points;
   points.reserve(msg.points_size());
   for (const v1::MetricPoint& p : msg.points()) points.push_back(FromProto(p));
-  absl::StatusOr<Attempt> a = store_->GetAttempt(msg.attempt_id());
-  absl::Status s = a.status();
-  if (a.ok()) {
-    s = store_->AppendMetrics(a->run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(), points)
+  // The run comes from memory for live attempts; the store is asked only for strays.
+  std::optional<int64_t> run_id = RunOfAttempt(worker_id, msg.attempt_id());
+  absl::Status s;
+  if (!run_id) {
+    absl::StatusOr<Attempt> a = store_->GetAttempt(msg.attempt_id());
+    s = a.status();
+    if (a.ok()) run_id = a->run_id;
+  }
+  if (run_id) {
+    s = store_->AppendMetrics(*run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(), points)
             .status();
   }
   if (s.ok()) {
@@ -229,6 +261,7 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string&
   }
   Forget(msg.attempt_id());
   feed_->Notify();
+  Kick();
   return {AckOf(msg.attempt_id(), 0, true)};
 }
 
@@ -287,7 +320,10 @@ void Dispatcher::ExpireLeases() {
     (void)store_->LoseAttempt(attempt_id);
   }
   for (const std::string& id : SilentWorkers(now)) (void)store_->SetWorkerConnected(id, false);
-  if (!lost.empty()) feed_->Notify();
+  if (!lost.empty()) {
+    feed_->Notify();
+    Kick();
+  }
 }
 
 std::vector<std::string> Dispatcher::SilentWorkers(int64_t now) {

@@ -9,9 +9,11 @@
 #ifndef ABLATE_SERVER_DISPATCH_DISPATCHER_H_
 #define ABLATE_SERVER_DISPATCH_DISPATCHER_H_
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -71,6 +73,9 @@ class Dispatcher {
   std::vector<v1::CoordinatorMessage> OnRunFinished(const std::string& worker_id,
                                                     const v1::RunFinished& msg);
 
+  // Asks for a scheduling pass soon (a sweep was submitted, capacity changed). Cheap.
+  void Kick();
+
   // Sends Cancel for the live attempts of these runs (after a sweep was cancelled).
   void CancelRuns(const std::vector<int64_t>& run_ids);
 
@@ -101,6 +106,7 @@ class Dispatcher {
     std::vector<std::string> datasets;
     std::map<int64_t, LiveAttempt> attempts;  // by attempt id
     bool marked_gone = false;  // the store says disconnected since the lease ran out
+    int64_t persisted_heartbeat_ms = 0;  // last TouchWorker written to the store
   };
 
   void Loop();
@@ -110,6 +116,7 @@ class Dispatcher {
   void Assign(const Placement& p);
   absl::StatusOr<std::string> RunConfig(const Run& run);
   void Forget(int64_t attempt_id);
+  std::optional<int64_t> RunOfAttempt(const std::string& worker_id, int64_t attempt_id) const;
   // Workers whose lease ran out since the last call (each reported once per silence).
   std::vector<std::string> SilentWorkers(int64_t now);
   void SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg);
@@ -122,6 +129,9 @@ class Dispatcher {
   std::map<std::string, WorkerState> workers_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::string> waiting_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Scheduling wakes on kicks (submissions, capacity changes), not on every metric batch.
+  std::condition_variable kick_cv_;
+  bool kicked_ ABSL_GUARDED_BY(mu_) = false;
   std::thread loop_;
 };
 

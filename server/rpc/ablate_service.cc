@@ -78,6 +78,7 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
       store_->CreateSweep(expanded->sweep, expanded->variants, expanded->runs);
   if (!id.ok()) return ToGrpc(id.status());
   feed_->Notify();
+  if (hooks_.on_submit) hooks_.on_submit();
   if (absl::Status s = FillSweep(*id, /*full=*/true, resp->mutable_sweep()); !s.ok()) {
     return ToGrpc(s);
   }

@@ -20,6 +20,8 @@ namespace ablate {
 struct ServiceHooks {
   // Called with the run ids a cancel made inactive, so their trainers are stopped.
   std::function<void(const std::vector<int64_t>& run_ids)> on_cancel;
+  // Called after a sweep was stored, so that scheduling looks at it at once.
+  std::function<void()> on_submit;
   // Runs each connected worker executes now.
   std::function<std::map<std::string, std::vector<int64_t>>()> runs_by_worker;
 };

@@ -69,7 +69,7 @@ class E2eTest : public ::testing::Test {
     coordinator_ = std::make_unique<Subprocess>(
         std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", listen, "--data-dir",
                                  root_.path(), "--port-file", root_.path() + "/port",
-                                 "--lease-ms", "2000", "--heartbeat-ms", "200",
+                                 "--lease-ms", "4000", "--heartbeat-ms", "200",
                                  "--cancel-grace-ms", "2000"},
         root_.path());
     for (int i = 0; i < 500 && !fs::exists(root_.path() + "/port"); ++i) {
@@ -288,7 +288,7 @@ TEST_F(E2eTest, TrainerFailuresUseTheRetryBudget) {
   Submit(Spec("fails", 10, 1, /*max_attempts=*/2));
   json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_FAILED"); }, 60s);
   EXPECT_EQ(run["attempts_used"], 2);
-  ASSERT_EQ(run["attempts"].size(), 2u);
+  ASSERT_EQ(run["attempts"].size(), 2u) << run["attempts"].dump(1);
   EXPECT_EQ(run["attempts"][1]["exit_code"], 1);
   EXPECT_NE(run["attempts"][1]["stderr_tail"].get<std::string>().find("out of memory"),
             std::string::npos);
