@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "trainer/cpu/fast_exp.h"
@@ -123,9 +124,9 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
   ParallelFor(b * nh, [&](int64_t bh) {
     int64_t bi = bh / nh, off = Row(bi, 0, bh % nh, t, nh, hd);
     SliceArgs<T> a{q + off, k + off, v + off, lo + bi * t, nh * hd, hd, scale};
-    std::vector<T> s(kQueryTile * t);
+    std::unique_ptr<T[]> s(new T[kQueryTile * t]);  // every element is written before read
     ForEachTile(a.lo, t, [&](const Tile& tile) {
-      ForwardTile(out + off, lse + bh * t, s.data(), a, tile);
+      ForwardTile(out + off, lse + bh * t, s.get(), a, tile);
     });
   });
 }
@@ -176,8 +177,8 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
     int64_t bi = bh / nh, off = Row(bi, 0, bh % nh, t, nh, hd);
     SliceArgs<T> a{q + off, k + off, v + off, lo + bi * t, nh * hd, hd, scale};
     SliceGrads<T> g{dq + off, dk + off, dv + off, dout + off, out + off, lse + bh * t};
-    std::vector<T> p(kQueryTile * t), ds(kQueryTile * t);
-    ForEachTile(a.lo, t, [&](const Tile& tile) { BackwardTile(p.data(), ds.data(), a, g, tile); });
+    std::unique_ptr<T[]> p(new T[kQueryTile * t]), ds(new T[kQueryTile * t]);
+    ForEachTile(a.lo, t, [&](const Tile& tile) { BackwardTile(p.get(), ds.get(), a, g, tile); });
   });
 }
 

@@ -79,9 +79,10 @@ void matmul_forward(T* out, const T* inp, const T* weight, int64_t n, int64_t c,
 
 template <class T>
 void matmul_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int64_t n,
-                     int64_t c, int64_t oc) {
+                     int64_t c, int64_t oc, Output dinp_mode) {
   if (dinp != nullptr) {
-    Gemm<T>(Trans::kNo, Trans::kNo, n, c, oc, T(1), dout, oc, weight, c, T(1), dinp, c);
+    T beta = dinp_mode == Output::kAdd ? T(1) : T(0);
+    Gemm<T>(Trans::kNo, Trans::kNo, n, c, oc, T(1), dout, oc, weight, c, beta, dinp, c);
   }
   if (dweight != nullptr) {
     Gemm<T>(Trans::kYes, Trans::kNo, oc, c, n, T(1), dout, oc, inp, c, T(1), dweight, c);
@@ -93,8 +94,8 @@ template void matmul_forward<float>(float*, const float*, const float*, int64_t,
 template void matmul_forward<double>(double*, const double*, const double*, int64_t, int64_t,
                                      int64_t, Output);
 template void matmul_backward<float>(float*, float*, const float*, const float*, const float*,
-                                     int64_t, int64_t, int64_t);
+                                     int64_t, int64_t, int64_t, Output);
 template void matmul_backward<double>(double*, double*, const double*, const double*,
-                                      const double*, int64_t, int64_t, int64_t);
+                                      const double*, int64_t, int64_t, int64_t, Output);
 
 }  // namespace ablate::cpu

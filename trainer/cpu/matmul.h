@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "trainer/cpu/output.h"
+
 namespace ablate::cpu {
 
 enum class Trans { kNo, kYes };
@@ -14,17 +16,16 @@ template <class T>
 void Gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
-enum class Output { kOverwrite, kAdd };
-
 // out (N, OC) = inp (N, C) · weightᵀ, weight (OC, C); with Output::kAdd, out += instead.
 template <class T>
 void matmul_forward(T* out, const T* inp, const T* weight, int64_t n, int64_t c, int64_t oc,
                     Output mode = Output::kOverwrite);
 
-// dinp (N, C) += dout (N, OC) · weight; dweight (OC, C) += doutᵀ · inp. Either may be null.
+// dinp (N, C) += dout (N, OC) · weight (dinp = with dinp_mode kOverwrite);
+// dweight (OC, C) += doutᵀ · inp. Either may be null.
 template <class T>
 void matmul_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int64_t n,
-                     int64_t c, int64_t oc);
+                     int64_t c, int64_t oc, Output dinp_mode = Output::kAdd);
 
 }  // namespace ablate::cpu
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "trainer/cpu/parallel.h"
 
@@ -36,21 +37,36 @@ void Chunked(int64_t n, const Fn& fn) {
   });
 }
 
+// Calls fn(std::integral_constant<MlpAct, act>): the activation and output mode become
+// compile-time constants, so each inner loop is branch-free and vectorises.
+template <class Fn>
+void WithAct(MlpAct act, const Fn& fn) {
+  if (act == MlpAct::kRelu2) return fn(std::integral_constant<MlpAct, MlpAct::kRelu2>());
+  fn(std::integral_constant<MlpAct, MlpAct::kGelu>());
+}
+
 }  // namespace
 
 template <class T>
 void mlp_act_forward(T* out, const T* inp, int64_t n, MlpAct act) {
-  Chunked(n, [&](int64_t i) { out[i] = Act(inp[i], act); });
+  WithAct(act, [&](auto a) { Chunked(n, [&](int64_t i) { out[i] = Act(inp[i], a()); }); });
 }
 
 template <class T>
-void mlp_act_backward(T* dinp, const T* dout, const T* inp, int64_t n, MlpAct act) {
-  Chunked(n, [&](int64_t i) { dinp[i] += ActGrad(inp[i], act) * dout[i]; });
+void mlp_act_backward(T* dinp, const T* dout, const T* inp, int64_t n, MlpAct act, Output mode) {
+  WithAct(act, [&](auto a) {
+    if (mode == Output::kOverwrite) {
+      Chunked(n, [&](int64_t i) { dinp[i] = ActGrad(inp[i], a()) * dout[i]; });
+    } else {
+      Chunked(n, [&](int64_t i) { dinp[i] += ActGrad(inp[i], a()) * dout[i]; });
+    }
+  });
 }
 
 template void mlp_act_forward<float>(float*, const float*, int64_t, MlpAct);
 template void mlp_act_forward<double>(double*, const double*, int64_t, MlpAct);
-template void mlp_act_backward<float>(float*, const float*, const float*, int64_t, MlpAct);
-template void mlp_act_backward<double>(double*, const double*, const double*, int64_t, MlpAct);
+template void mlp_act_backward<float>(float*, const float*, const float*, int64_t, MlpAct, Output);
+template void mlp_act_backward<double>(double*, const double*, const double*, int64_t, MlpAct,
+                                       Output);
 
 }  // namespace ablate::cpu

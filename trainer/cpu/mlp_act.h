@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "trainer/cpu/output.h"
+
 namespace ablate::cpu {
 
 enum class MlpAct { kRelu2, kGelu };
@@ -12,9 +14,10 @@ enum class MlpAct { kRelu2, kGelu };
 template <class T>
 void mlp_act_forward(T* out, const T* inp, int64_t n, MlpAct act);
 
-// dinp (N) += act'(inp) · dout.
+// dinp (N) += act'(inp) · dout; with Output::kOverwrite, dinp = instead (and may alias dout).
 template <class T>
-void mlp_act_backward(T* dinp, const T* dout, const T* inp, int64_t n, MlpAct act);
+void mlp_act_backward(T* dinp, const T* dout, const T* inp, int64_t n, MlpAct act,
+                      Output mode = Output::kAdd);
 
 }  // namespace ablate::cpu
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "trainer/cpu/parallel.h"
+#include "trainer/cpu/reduce.h"
 
 namespace ablate::cpu {
 namespace {
@@ -17,9 +18,8 @@ T Dot(const T* a, const T* b, int64_t n) {
   int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<T> part(chunks, T(0));
   ParallelFor(chunks, [&](int64_t c) {
-    T s = 0;
-    for (int64_t i = c * kChunk, e = std::min(n, i + kChunk); i < e; ++i) s += a[i] * b[i];
-    part[c] = s;
+    int64_t i = c * kChunk;
+    part[c] = LaneDot(a + i, b + i, std::min(n, i + kChunk) - i);
   });
   T s = 0;
   for (T p : part) s += p;
@@ -38,8 +38,11 @@ void Axpy(T* out, T a, const T* x, int64_t n) {
 template <class T>
 void residual_mix_forward(T* out, const T* x, T a, const T* y, T b, int64_t n) {
   ParallelFor((n + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk, e = std::min(n, i + kChunk); i < e; ++i) {
-      out[i] = y != nullptr ? a * x[i] + b * y[i] : a * x[i];
+    int64_t i0 = c * kChunk, e = std::min(n, i0 + kChunk);
+    if (y == nullptr) {
+      for (int64_t i = i0; i < e; ++i) out[i] = a * x[i];
+    } else {
+      for (int64_t i = i0; i < e; ++i) out[i] = a * x[i] + b * y[i];
     }
   });
 }

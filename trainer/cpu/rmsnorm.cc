@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "trainer/cpu/parallel.h"
+#include "trainer/cpu/reduce.h"
 
 namespace ablate::cpu {
 
@@ -12,8 +13,7 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, int64_t n, int64_t c) {
   ParallelFor(n, [&](int64_t i) {
     const T* x = inp + i * c;
     T* y = out + i * c;
-    T ss = 0;
-    for (int64_t j = 0; j < c; ++j) ss += x[j] * x[j];
+    T ss = LaneDot(x, x, c);
     T r = T(1) / std::sqrt(ss / T(c) + T(kRmsNormEps));
     for (int64_t j = 0; j < c; ++j) y[j] = x[j] * r;
     rstd[i] = r;
@@ -22,24 +22,27 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, int64_t n, int64_t c) {
 
 // y = x·r with r = (mean(x²)+eps)^-1/2, so dx = r·dy − r³·x·(dy·x)/C.
 template <class T>
-void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const T* rstd, int64_t n, int64_t c) {
+void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const T* rstd, int64_t n, int64_t c,
+                      Output mode) {
   ParallelFor(n, [&](int64_t i) {
     const T* x = inp + i * c;
     const T* dy = dout + i * c;
     T* dx = dinp + i * c;
-    T dot = 0;
-    for (int64_t j = 0; j < c; ++j) dot += dy[j] * x[j];
     T r = rstd[i];
-    T k = r * r * r * dot / T(c);
-    for (int64_t j = 0; j < c; ++j) dx[j] += r * dy[j] - k * x[j];
+    T k = r * r * r * LaneDot(dy, x, c) / T(c);
+    if (mode == Output::kOverwrite) {
+      for (int64_t j = 0; j < c; ++j) dx[j] = r * dy[j] - k * x[j];
+    } else {
+      for (int64_t j = 0; j < c; ++j) dx[j] += r * dy[j] - k * x[j];
+    }
   });
 }
 
 template void rmsnorm_forward<float>(float*, float*, const float*, int64_t, int64_t);
 template void rmsnorm_forward<double>(double*, double*, const double*, int64_t, int64_t);
 template void rmsnorm_backward<float>(float*, const float*, const float*, const float*, int64_t,
-                                      int64_t);
+                                      int64_t, Output);
 template void rmsnorm_backward<double>(double*, const double*, const double*, const double*,
-                                       int64_t, int64_t);
+                                       int64_t, int64_t, Output);
 
 }  // namespace ablate::cpu

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "trainer/cpu/output.h"
+
 namespace ablate::cpu {
 
 inline constexpr double kRmsNormEps = 1.1920928955078125e-07;
@@ -14,9 +16,11 @@ inline constexpr double kRmsNormEps = 1.1920928955078125e-07;
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, int64_t n, int64_t c);
 
-// dinp (N, C) += gradient through the norm, given dout (N, C), the forward's inp and rstd.
+// dinp (N, C) += gradient through the norm, given dout (N, C), the forward's inp and rstd; with
+// Output::kOverwrite, dinp = instead.
 template <class T>
-void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const T* rstd, int64_t n, int64_t c);
+void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const T* rstd, int64_t n, int64_t c,
+                      Output mode = Output::kAdd);
 
 }  // namespace ablate::cpu
 

@@ -27,6 +27,22 @@ void softcap_cross_entropy_backward(T* dlogits, const T* capped, const T* lse,
                                     const int32_t* targets, int64_t n, int64_t v, Softcap cap,
                                     T dloss);
 
+// The whole output head in vocabulary blocks, so that no (N, V) tensor but the capped logits is
+// ever written and each block of them is capped and reduced while it is still in cache.
+// w (V, C) is the head weight, x (N, C) its input; logits (N, V) receive the capped logits,
+// lse and losses (N) as in softcap_cross_entropy_forward. Results do not depend on the thread
+// count. REQUIRES: 0 <= targets[i] < V.
+template <class T>
+void lm_head_forward(T* logits, T* losses, T* lse, const T* x, const T* w, const int32_t* targets,
+                     int64_t n, int64_t c, int64_t v, Softcap cap);
+
+// dx (N, C) += and dw (V, C) += the gradients of dloss · Σ losses, from the forward's capped
+// logits and lse; dlogits are formed one block at a time and never stored whole.
+template <class T>
+void lm_head_backward(T* dx, T* dw, const T* logits, const T* lse, const T* x, const T* w,
+                      const int32_t* targets, int64_t n, int64_t c, int64_t v, Softcap cap,
+                      T dloss);
+
 }  // namespace ablate::cpu
 
 #endif  // ABLATE_TRAINER_CPU_SOFTCAP_CROSS_ENTROPY_H_

@@ -101,7 +101,6 @@ void Gpt<T>::AllocateActivations() {
   for (int64_t i = 0; i < m_.n_layer; ++i) AllocateLayer(i, layers_[i]);
   lf_ = Zeros<T>(bt * c), lf_rstd_ = Zeros<T>(bt);
   logits_ = Zeros<T>(bt * v), losses_ = Zeros<T>(bt), lse_ = Zeros<T>(bt);
-  dlogits_ = Zeros<T>(bt * v);
   for (auto* d : {&dx_, &dtmp_, &dx0_, &dv1_, &dln_, &datt_, &dq_, &dk_, &dv_, &dq_raw_, &dk_raw_,
                   &dv_raw_, &dve_}) {
     *d = Zeros<T>(bt * c);
@@ -224,9 +223,8 @@ T Gpt<T>::HeadForward(const T* x) {
   int64_t c = m_.model_dim, v = m_.vocab_size;
   x_last_ = x;
   cpu::rmsnorm_forward(lf_.data(), lf_rstd_.data(), x, n_, c);
-  cpu::matmul_forward(logits_.data(), lf_.data(), P(head_), n_, c, v);
-  cpu::softcap_cross_entropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), n_, v,
-                                     m_.softcap);
+  cpu::lm_head_forward(logits_.data(), losses_.data(), lse_.data(), lf_.data(), P(head_),
+                       targets_.data(), n_, c, v, m_.softcap);
   T sum = 0;
   for (T l : losses_) sum += l;
   return sum / T(n_);

@@ -86,7 +86,6 @@ class Gpt {
   std::vector<T> logits_, losses_, lse_;   // (BT, V), (BT), (BT)
 
   // Backward scratch.
-  std::vector<T> dlogits_;                       // (BT, V)
   std::vector<T> dx_, dtmp_, dx0_, dv1_, dln_;   // (BT, C)
   std::vector<T> dact_, dfc_;                    // (BT, F)
   std::vector<T> datt_, dq_, dk_, dv_, dq_raw_, dk_raw_, dv_raw_, dve_;  // (BT, C)

@@ -51,13 +51,11 @@ void Gpt<T>::Backward(T scale) {
 template <class T>
 void Gpt<T>::HeadBackward(T scale) {
   int64_t c = m_.model_dim, v = m_.vocab_size;
-  cpu::softcap_cross_entropy_backward(dlogits_.data(), logits_.data(), lse_.data(),
-                                      targets_.data(), n_, v,
-                                      m_.softcap, scale / T(n_));
-  Zero(dln_);
-  cpu::matmul_backward(dln_.data(), G(head_), dlogits_.data(), lf_.data(), P(head_), n_, c, v);
-  Zero(dx_);
-  cpu::rmsnorm_backward(dx_.data(), dln_.data(), x_last_, lf_rstd_.data(), n_, c);
+  Zero(dln_);  // lm_head_backward accumulates
+  cpu::lm_head_backward(dln_.data(), G(head_), logits_.data(), lse_.data(), lf_.data(), P(head_),
+                        targets_.data(), n_, c, v, m_.softcap, scale / T(n_));
+  cpu::rmsnorm_backward(dx_.data(), dln_.data(), x_last_, lf_rstd_.data(), n_, c,
+                        cpu::Output::kOverwrite);
 }
 
 // On entry dx_ = d(x_out of layer i); on exit dx_ = d(x_prev of layer i).
@@ -82,13 +80,12 @@ template <class T>
 void Gpt<T>::MlpBackward(int64_t i, LayerActs<T>& a) {
   int64_t c = m_.model_dim, f = m_.hidden_dim();
   const BlockOffsets& o = blocks_[i];
-  Zero(dact_);
   cpu::matmul_backward(dact_.data(), G(o.mlp_proj), dx_.data(), a.act.data(), P(o.mlp_proj), n_,
-                       f, c);
-  Zero(dfc_);
-  cpu::mlp_act_backward(dfc_.data(), dact_.data(), a.fc.data(), n_ * f, m_.mlp_act);
-  Zero(dln_);
-  cpu::matmul_backward(dln_.data(), G(o.fc), dfc_.data(), a.ln2.data(), P(o.fc), n_, c, f);
+                       f, c, cpu::Output::kOverwrite);
+  cpu::mlp_act_backward(dfc_.data(), dact_.data(), a.fc.data(), n_ * f, m_.mlp_act,
+                        cpu::Output::kOverwrite);
+  cpu::matmul_backward(dln_.data(), G(o.fc), dfc_.data(), a.ln2.data(), P(o.fc), n_, c, f,
+                       cpu::Output::kOverwrite);
   cpu::rmsnorm_backward(dx_.data(), dln_.data(), a.x_mid, a.rstd2.data(), n_, c);
 }
 
@@ -97,8 +94,8 @@ template <class T>
 void Gpt<T>::AttentionBackward(int64_t i, LayerActs<T>& a) {
   int64_t c = m_.model_dim, nh = m_.n_head, hd = m_.head_dim;
   const BlockOffsets& o = blocks_[i];
-  Zero(datt_);
-  cpu::matmul_backward(datt_.data(), G(o.proj), dx_.data(), a.att.data(), P(o.proj), n_, c, c);
+  cpu::matmul_backward(datt_.data(), G(o.proj), dx_.data(), a.att.data(), P(o.proj), n_, c, c,
+                       cpu::Output::kOverwrite);
   Zero(dq_), Zero(dk_), Zero(dv_);
   cpu::attention_backward(dq_.data(), dk_.data(), dv_.data(), datt_.data(), a.q.data(),
                           a.k.data(), a.v.data(), a.att.data(), a.lse.data(), a.lo.data(), b_, t_,
@@ -106,16 +103,17 @@ void Gpt<T>::AttentionBackward(int64_t i, LayerActs<T>& a) {
   cpu::rope_backward(dq_.data(), dq_.data(), rope_, b_, t_, nh, hd);
   cpu::rope_backward(dk_.data(), dk_.data(), rope_, b_, t_, nh, hd);
   if (m_.qk_norm) {
-    Zero(dq_raw_), Zero(dk_raw_);
-    cpu::rmsnorm_backward(dq_raw_.data(), dq_.data(), a.q_raw.data(), a.q_rstd.data(), n_ * nh, hd);
-    cpu::rmsnorm_backward(dk_raw_.data(), dk_.data(), a.k_raw.data(), a.k_rstd.data(), n_ * nh, hd);
+    cpu::rmsnorm_backward(dq_raw_.data(), dq_.data(), a.q_raw.data(), a.q_rstd.data(), n_ * nh, hd,
+                          cpu::Output::kOverwrite);
+    cpu::rmsnorm_backward(dk_raw_.data(), dk_.data(), a.k_raw.data(), a.k_rstd.data(), n_ * nh, hd,
+                          cpu::Output::kOverwrite);
   } else {
     dq_raw_ = dq_, dk_raw_ = dk_;
   }
   ValueMixBackward(i, a);
   MergeQkv(dqkv_.data(), dq_raw_.data(), dk_raw_.data(), dv_raw_.data(), n_, c);
-  Zero(dln_);
-  cpu::matmul_backward(dln_.data(), G(o.qkv), dqkv_.data(), a.ln1.data(), P(o.qkv), n_, c, 3 * c);
+  cpu::matmul_backward(dln_.data(), G(o.qkv), dqkv_.data(), a.ln1.data(), P(o.qkv), n_, c, 3 * c,
+                       cpu::Output::kOverwrite);
   cpu::rmsnorm_backward(dx_.data(), dln_.data(), a.x_in, a.rstd1.data(), n_, c);
 }
 
@@ -168,8 +166,8 @@ void Gpt<T>::EmbedBackward() {
   int64_t c = m_.model_dim;
   const std::vector<T>* demb = &dx0_;
   if (m_.embed_norm) {
-    Zero(dtmp_);
-    cpu::rmsnorm_backward(dtmp_.data(), dx0_.data(), emb_.data(), emb_rstd_.data(), n_, c);
+    cpu::rmsnorm_backward(dtmp_.data(), dx0_.data(), emb_.data(), emb_rstd_.data(), n_, c,
+                          cpu::Output::kOverwrite);
     demb = &dtmp_;
   }
   cpu::embedding_backward(G(embed_), demb->data(), inputs_.data(), n_, c);
