@@ -265,6 +265,20 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string&
   return {AckOf(msg.attempt_id(), 0, true)};
 }
 
+void Dispatcher::OnNcclId(const std::string& worker_id, const v1::NcclId& msg) {
+  OnHeartbeat(worker_id);
+  std::vector<std::string> peers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, w] : workers_) {
+      if (id != worker_id && w.attempts.count(msg.attempt_id())) peers.push_back(id);
+    }
+  }
+  v1::CoordinatorMessage m;
+  *m.mutable_nccl_id() = msg;
+  for (const std::string& peer : peers) SendTo(peer, m);
+}
+
 void Dispatcher::CancelRuns(const std::vector<int64_t>& run_ids) {
   std::set<int64_t> wanted(run_ids.begin(), run_ids.end());
   std::vector<std::pair<std::string, int64_t>> targets;

@@ -76,6 +76,9 @@ class Dispatcher {
   // Asks for a scheduling pass soon (a sweep was submitted, capacity changed). Cheap.
   void Kick();
 
+  // Multi-node runs: relays rank 0's NCCL unique id to the other nodes of the attempt.
+  void OnNcclId(const std::string& worker_id, const v1::NcclId& msg);
+
   // Sends Cancel for the live attempts of these runs (after a sweep was cancelled).
   void CancelRuns(const std::vector<int64_t>& run_ids);
 

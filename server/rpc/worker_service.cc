@@ -62,7 +62,8 @@ grpc::Status WorkerServiceImpl::Connect(
       case v1::WorkerMessage::kRunFinished:
         replies = dispatcher_->OnRunFinished(worker_id, msg.run_finished());
         break;
-      default: break;  // Hello again or NCCL ids (multi-node relay) are ignored here
+      case v1::WorkerMessage::kNcclId: dispatcher_->OnNcclId(worker_id, msg.nccl_id()); break;
+      default: break;  // a second Hello is ignored
     }
     for (const v1::CoordinatorMessage& r : replies) session->Send(r);
   }

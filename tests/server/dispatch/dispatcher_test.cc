@@ -1,0 +1,196 @@
+// Dispatcher over a real in-memory store with fake worker sessions and a fake clock: gang
+// assignments and the NCCL id relay, leases, fencing of stale writers, and reconnects.
+#include "server/dispatch/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "server/sweep/sweep_spec.h"
+
+namespace ablate {
+namespace {
+
+class FakeSession : public WorkerSession {
+ public:
+  bool Send(const v1::CoordinatorMessage& msg) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    sent_.push_back(msg);
+    return true;
+  }
+  std::vector<v1::CoordinatorMessage> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(sent_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<v1::CoordinatorMessage> sent_;
+};
+
+v1::Hello HelloOf(const std::string& id, int gpus, int cpu_slots) {
+  v1::Hello h;
+  h.set_worker_id(id);
+  h.set_host(id + ".local");
+  for (int i = 0; i < gpus; ++i) {
+    v1::Gpu* g = h.add_gpus();
+    g->set_index(i);
+    g->set_model("H100");
+  }
+  h.set_cpu_slots(cpu_slots);
+  h.add_datasets("d");
+  return h;
+}
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StoreOptions so;
+    so.clock = [this] { return now_.load(); };
+    store_ = *Store::Open(":memory:", so);
+    DispatcherOptions o;
+    o.lease_ms = 1000;
+    o.clock = [this] { return now_.load(); };
+    dispatcher_ = std::make_unique<Dispatcher>(store_.get(), &feed_, o);
+  }
+
+  int64_t Submit(int gpus_per_run, int seeds) {
+    std::string spec = "name: t\nbaseline: {preset: r9-shortcuts, scale: tiny}\nseeds: " +
+                       std::to_string(seeds) + "\ngpus_per_run: " + std::to_string(gpus_per_run) +
+                       "\ndataset: d\n";
+    absl::StatusOr<ExpandedSweep> e = ParseSweepSpec(spec, "t.yaml");
+    EXPECT_TRUE(e.ok()) << e.status();
+    return *store_->CreateSweep(e->sweep, e->variants, e->runs);
+  }
+
+  std::shared_ptr<FakeSession> Connect(const v1::Hello& hello) {
+    auto s = std::make_shared<FakeSession>();
+    absl::StatusOr<v1::Welcome> w = dispatcher_->Register(hello, s);
+    EXPECT_TRUE(w.ok()) << w.status();
+    return s;
+  }
+
+  static std::vector<v1::Assignment> Assignments(const std::vector<v1::CoordinatorMessage>& m) {
+    std::vector<v1::Assignment> out;
+    for (const auto& x : m) {
+      if (x.has_assignment()) out.push_back(x.assignment());
+    }
+    return out;
+  }
+
+  std::atomic<int64_t> now_{1'000'000};
+  ChangeFeed feed_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+TEST_F(DispatcherTest, GangRunSpansTwoNodesAndRelaysTheNcclId) {
+  auto a = Connect(HelloOf("a", 8, 0));
+  auto b = Connect(HelloOf("b", 8, 0));
+  Submit(/*gpus_per_run=*/16, /*seeds=*/1);
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> on_a = Assignments(a->Take()), on_b = Assignments(b->Take());
+  ASSERT_EQ(on_a.size(), 1u);
+  ASSERT_EQ(on_b.size(), 1u);
+  EXPECT_EQ(on_a[0].attempt_id(), on_b[0].attempt_id());
+  EXPECT_EQ(on_a[0].num_nodes(), 2);
+  EXPECT_EQ(on_a[0].node_rank() + on_b[0].node_rank(), 1);
+  EXPECT_EQ(on_a[0].gpus_size(), 8);
+  EXPECT_EQ(on_b[0].gpus_size(), 8);
+  const bool a_is_rank0 = on_a[0].node_rank() == 0;
+  v1::NcclId id;
+  id.set_attempt_id(on_a[0].attempt_id());
+  id.set_unique_id(std::string(128, '\x07'));
+  dispatcher_->OnNcclId(a_is_rank0 ? "a" : "b", id);
+  std::vector<v1::CoordinatorMessage> relayed = (a_is_rank0 ? b : a)->Take();
+  ASSERT_EQ(relayed.size(), 1u);
+  EXPECT_EQ(relayed[0].nccl_id().unique_id(), std::string(128, '\x07'));
+  EXPECT_TRUE((a_is_rank0 ? a : b)->Take().empty()) << "the sender does not get its own id";
+}
+
+TEST_F(DispatcherTest, SilentWorkerLosesItsAttemptsAndStaleWritesAreRefused) {
+  auto a = Connect(HelloOf("a", 0, 1));
+  Submit(0, 1);
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> first = Assignments(a->Take());
+  ASSERT_EQ(first.size(), 1u);
+  now_ += 1500;  // past the lease, no heartbeat
+  dispatcher_->ExpireLeases();
+  ablate::Run run = *store_->GetRun(first[0].run_id());
+  EXPECT_EQ(run.state, RunState::kQueued);
+  EXPECT_EQ(run.attempts_used, 0);
+  auto b = Connect(HelloOf("b", 0, 1));
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> second = Assignments(b->Take());
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_GT(second[0].fencing_token(), first[0].fencing_token());
+
+  v1::MetricBatch stale;
+  stale.set_attempt_id(first[0].attempt_id());
+  stale.set_fencing_token(first[0].fencing_token());
+  stale.set_seq(1);
+  stale.add_points()->set_step(1);
+  std::vector<v1::CoordinatorMessage> replies = dispatcher_->OnMetrics("a", stale);
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_TRUE(replies[0].has_ack());
+  EXPECT_TRUE(replies[1].has_cancel());
+  EXPECT_EQ(store_->GetMetrics(first[0].run_id(), 0)->total_points, 0);
+
+  v1::MetricBatch current = stale;
+  current.set_attempt_id(second[0].attempt_id());
+  current.set_fencing_token(second[0].fencing_token());
+  replies = dispatcher_->OnMetrics("b", current);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].ack().seq(), 1);
+  EXPECT_EQ(dispatcher_->OnMetrics("b", current).size(), 1u) << "a resend is acknowledged again";
+  EXPECT_EQ(store_->GetMetrics(first[0].run_id(), 0)->total_points, 1);
+}
+
+TEST_F(DispatcherTest, ReconnectKeepsHeldAttemptsAndNamesStaleOnes) {
+  v1::Hello hello = HelloOf("a", 0, 2);
+  auto s1 = Connect(hello);
+  Submit(0, 1);
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> got = Assignments(s1->Take());
+  ASSERT_EQ(got.size(), 1u);
+  dispatcher_->Unregister("a", s1.get());
+  v1::HeldAttempt* held = hello.add_running();
+  held->set_run_id(got[0].run_id());
+  held->set_attempt_id(got[0].attempt_id());
+  held->set_fencing_token(got[0].fencing_token());
+  v1::HeldAttempt* unknown = hello.add_running();
+  unknown->set_attempt_id(9999);
+  auto s2 = std::make_shared<FakeSession>();
+  absl::StatusOr<v1::Welcome> w = dispatcher_->Register(hello, s2);
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w->stale_attempt_ids_size(), 1);
+  EXPECT_EQ(w->stale_attempt_ids(0), 9999);
+  now_ += 5000;
+  dispatcher_->OnHeartbeat("a");
+  dispatcher_->ExpireLeases();
+  EXPECT_EQ(store_->GetRun(got[0].run_id())->state, RunState::kAssigned);
+  EXPECT_EQ(dispatcher_->RunsByWorker()["a"], std::vector<int64_t>{got[0].run_id()});
+}
+
+TEST_F(DispatcherTest, AResultStillInTheOutboxIsAcceptedAfterReconnect) {
+  v1::Hello hello = HelloOf("a", 0, 1);
+  auto s1 = Connect(hello);
+  Submit(0, 1);
+  dispatcher_->ScheduleOnce();
+  v1::Assignment a = Assignments(s1->Take()).at(0);
+  dispatcher_->Unregister("a", s1.get());
+  auto s2 = Connect(hello);  // the trainer finished meanwhile: nothing held
+  v1::RunFinished done;
+  done.set_attempt_id(a.attempt_id());
+  done.set_fencing_token(a.fencing_token());
+  done.set_status("ok");
+  done.mutable_summary()->set_steps(300);
+  std::vector<v1::CoordinatorMessage> r = dispatcher_->OnRunFinished("a", done);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].ack().finished());
+  EXPECT_EQ(store_->GetRun(a.run_id())->state, RunState::kSucceeded);
+}
+
+}  // namespace
+}  // namespace ablate
