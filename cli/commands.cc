@@ -133,8 +133,8 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   const v1::Sweep& sw = resp.sweep();
   if (dry_run) {
     std::cout << "dry run: sweep '" << sw.name() << "' is valid and expands to "
-              << sw.variants_size() << " variants × " << sw.seeds() << " seeds = "
-              << resp.runs_size() << " runs (nothing stored)\n";
+              << sw.variants_size() << " variants × " << sw.seeds()
+              << " seeds = " << resp.runs_size() << " runs (nothing stored)\n";
   } else {
     std::cout << "submitted sweep " << sw.id() << " '" << sw.name() << "': " << sw.variants_size()
               << " variants × " << sw.seeds() << " seeds = " << resp.runs_size() << " runs\n";
@@ -172,8 +172,8 @@ int SweepsCommand(Client& c, const std::string& state, const std::string& tag, i
     std::cout << "no sweeps yet; submit one with: ablate submit SPEC.yaml\n";
     return kExitOk;
   }
-  Table t({"ID", "NAME", "STATE", "DONE", "RUNNING", "QUEUED", "FAILED", "PRESET", "SCALE",
-           "TAGS", "CREATED"});
+  Table t({"ID", "NAME", "STATE", "DONE", "RUNNING", "QUEUED", "FAILED", "PRESET", "SCALE", "TAGS",
+           "CREATED"});
   for (const v1::Sweep& sw : resp.sweeps()) {
     const v1::RunCounts& n = sw.counts();
     t.AddRow({std::to_string(sw.id()), sw.name(), StateName(sw.state()), Progress(n),
@@ -198,8 +198,9 @@ int SweepCommand(Client& c, int64_t id) {
   }
   const v1::RunCounts& n = sw.counts();
   std::cout << "sweep " << sw.id() << " '" << sw.name() << "'  " << StateName(sw.state()) << "\n"
-            << "  baseline: " << (sw.baseline_preset().empty() ? "(defaults)" : sw.baseline_preset())
-            << " at scale " << sw.scale() << ", dataset " << sw.dataset() << "\n"
+            << "  baseline: "
+            << (sw.baseline_preset().empty() ? "(defaults)" : sw.baseline_preset()) << " at scale "
+            << sw.scale() << ", dataset " << sw.dataset() << "\n"
             << "  target val loss " << sw.target_val_loss() << ", " << sw.seeds()
             << " seeds per variant, " << sw.gpus_per_run() << " GPUs per run (0 = CPU)\n"
             << "  priority " << sw.priority() << ", max concurrent "
@@ -258,11 +259,10 @@ int RunCommand(Client& c, int64_t id) {
     return kExitOk;
   }
   const v1::RunSummary& sum = r.summary();
-  std::cout << "run " << r.id() << " of sweep " << r.sweep_id() << ": variant '"
-            << r.variant_name() << "', seed " << r.seed() << ", " << StateName(r.state()) << "\n"
+  std::cout << "run " << r.id() << " of sweep " << r.sweep_id() << ": variant '" << r.variant_name()
+            << "', seed " << r.seed() << ", " << StateName(r.state()) << "\n"
             << "  steps " << sum.steps() << ", final val loss "
-            << OptDouble(sum.has_final_val_loss(), sum.final_val_loss(), 4)
-            << ", time to target "
+            << OptDouble(sum.has_final_val_loss(), sum.final_val_loss(), 4) << ", time to target "
             << (sum.has_time_to_target_ms() ? FormatDurationMs(sum.time_to_target_ms()) : "-")
             << ", mean step " << OptDouble(sum.has_mean_step_ms(), sum.mean_step_ms(), 1)
             << " ms\n";
@@ -271,9 +271,9 @@ int RunCommand(Client& c, int64_t id) {
     std::cout << "\n";
     Table t({"ATTEMPT", "WORKER", "STATE", "EXIT", "STARTED", "FINISHED", "ERROR"});
     for (const v1::Attempt& a : r.attempts()) {
-      t.AddRow({std::to_string(a.number()), a.worker_id(), a.state(),
-                std::to_string(a.exit_code()), FormatTimestampMs(a.started_ms()),
-                FormatTimestampMs(a.finished_ms()), a.error().empty() ? "-" : a.error()});
+      t.AddRow({std::to_string(a.number()), a.worker_id(), a.state(), std::to_string(a.exit_code()),
+                FormatTimestampMs(a.started_ms()), FormatTimestampMs(a.finished_ms()),
+                a.error().empty() ? "-" : a.error()});
     }
     t.Print(std::cout);
     const std::string& tail = r.attempts(r.attempts_size() - 1).stderr_tail();
@@ -310,6 +310,7 @@ int WatchCommand(Client& c, int64_t id) {
   auto reader = c.stub().WatchSweep(raw, req);
   v1::SweepUpdate u;
   v1::SweepState last = v1::SWEEP_STATE_UNSPECIFIED;
+  std::string last_line;
   while (reader->Read(&u)) {
     last = u.sweep().state();
     if (c.json()) {
@@ -317,9 +318,14 @@ int WatchCommand(Client& c, int64_t id) {
       continue;
     }
     const v1::RunCounts& n = u.sweep().counts();
-    std::cout << "[" << FormatTimestampMs(NowMs()) << "] sweep " << id << " " << StateName(last) << ": " << Progress(n) << " done, "
-              << n.running() + n.assigned() << " running, " << n.queued() << " queued, "
-              << n.failed() << " failed\n";
+    std::ostringstream line;
+    line << "sweep " << id << " " << StateName(last) << ": " << Progress(n) << " done, "
+         << n.running() + n.assigned() << " running, " << n.queued() << " queued, " << n.failed()
+         << " failed";
+    if (line.str() != last_line) {  // run lines below say what changed; counts only when moved
+      last_line = line.str();
+      std::cout << "[" << FormatTimestampMs(NowMs()) << "] " << last_line << "\n";
+    }
     for (const v1::Run& r : u.runs()) {
       std::cout << "  run " << r.id() << " " << r.variant_name() << " seed " << r.seed() << ": "
                 << StateName(r.state());
@@ -352,8 +358,8 @@ int CancelCommand(Client& c, int64_t id) {
     std::cout << ToJson(sw) << "\n";
     return kExitOk;
   }
-  std::cout << "cancelled sweep " << sw.id() << " '" << sw.name() << "': "
-            << sw.counts().cancelled() << " runs cancelled, " << sw.counts().succeeded()
+  std::cout << "cancelled sweep " << sw.id() << " '" << sw.name()
+            << "': " << sw.counts().cancelled() << " runs cancelled, " << sw.counts().succeeded()
             << " had already succeeded\n";
   return kExitOk;
 }
@@ -368,8 +374,8 @@ int WorkersCommand(Client& c) {
     return kExitOk;
   }
   if (resp.workers().empty()) {
-    std::cout << "no workers registered; start one with: ablate-worker --coordinator "
-              << c.server() << "\n";
+    std::cout << "no workers registered; start one with: ablate-worker --coordinator " << c.server()
+              << "\n";
     return kExitOk;
   }
   int64_t now = NowMs();
@@ -406,10 +412,13 @@ int PresetsCommand(bool as_json, const std::string& name, const std::string& sca
   json all = json::array();
   Table t({"PRESET", "RECORD", "DATASET", "WHAT IT ADDS"});
   for (const Preset& p : AllPresets()) {
-    all.push_back({{"name", p.name}, {"record", p.record}, {"doc", p.doc},
-                   {"dataset", p.dataset}, {"config", *PresetConfig(p.name, *scale)}});
-    t.AddRow({std::string(p.name), std::string(p.record), std::string(p.dataset),
-              std::string(p.doc)});
+    all.push_back({{"name", p.name},
+                   {"record", p.record},
+                   {"doc", p.doc},
+                   {"dataset", p.dataset},
+                   {"config", *PresetConfig(p.name, *scale)}});
+    t.AddRow(
+        {std::string(p.name), std::string(p.record), std::string(p.dataset), std::string(p.doc)});
   }
   if (as_json) {
     std::cout << all.dump() << "\n";
@@ -430,8 +439,10 @@ int KnobsCommand(bool as_json) {
     } else if (k.type != KnobType::kBool) {
       range = "[" + json(k.min).dump() + ", " + json(k.max).dump() + "]";
     }
-    all.push_back({{"name", k.name}, {"type", KnobTypeName(k.type)},
-                   {"default", k.default_value}, {"doc", k.doc}});
+    all.push_back({{"name", k.name},
+                   {"type", KnobTypeName(k.type)},
+                   {"default", k.default_value},
+                   {"doc", k.doc}});
     t.AddRow({std::string(k.name), std::string(KnobTypeName(k.type)), k.default_value.dump(),
               range.empty() ? "-" : range, std::string(k.doc)});
   }

@@ -33,9 +33,7 @@ struct RunFingerprint {
   bool operator==(const RunFingerprint&) const = default;
 };
 
-RunFingerprint Fingerprint(const Run& r) {
-  return {r.state, r.summary.steps, r.attempts_used};
-}
+RunFingerprint Fingerprint(const Run& r) { return {r.state, r.summary.steps, r.attempts_used}; }
 
 }  // namespace
 
@@ -112,8 +110,8 @@ grpc::Status AblateServiceImpl::ListSweeps(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status AblateServiceImpl::GetSweep(grpc::ServerContext* ctx,
-                                         const v1::GetSweepRequest* req, v1::Sweep* resp) {
+grpc::Status AblateServiceImpl::GetSweep(grpc::ServerContext* ctx, const v1::GetSweepRequest* req,
+                                         v1::Sweep* resp) {
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
   return ToGrpc(FillSweep(req->id(), /*full=*/true, resp));
 }
@@ -173,6 +171,8 @@ grpc::Status AblateServiceImpl::WatchSweep(grpc::ServerContext* ctx,
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
   std::map<int64_t, RunFingerprint> told;
   int64_t last_event = 0;
+  bool first = true;
+  v1::RunCounts last_counts;
   uint64_t version = feed_->version();
   while (!ctx->IsCancelled()) {
     v1::SweepUpdate update;
@@ -197,9 +197,12 @@ grpc::Status AblateServiceImpl::WatchSweep(grpc::ServerContext* ctx,
       ToProto(e, update.add_events());
       last_event = e.id;
     }
-    bool first = version == feed_->version() && told.size() == runs->size();
-    if ((first || update.runs_size() > 0 || update.events_size() > 0) && !writer->Write(update)) {
-      return grpc::Status::OK;  // the client went away
+    bool counts_changed =
+        update.sweep().counts().SerializeAsString() != last_counts.SerializeAsString();
+    if (first || counts_changed || update.runs_size() > 0 || update.events_size() > 0) {
+      if (!writer->Write(update)) return grpc::Status::OK;  // the client went away
+      first = false;
+      last_counts = update.sweep().counts();
     }
     if (SweepFinished(FromProto(update.sweep().state()).value_or(SweepState::kQueued))) break;
     if (feed_->closed()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
@@ -217,7 +220,8 @@ grpc::Status AblateServiceImpl::WatchRun(grpc::ServerContext* ctx, const v1::Wat
   while (!ctx->IsCancelled()) {
     absl::StatusOr<Run> run = store_->GetRun(req->id());
     if (!run.ok()) return ToGrpc(run.status());
-    absl::StatusOr<std::vector<MetricPoint>> points = store_->ListMetricPoints(run->id, last_step, 100000);
+    absl::StatusOr<std::vector<MetricPoint>> points =
+        store_->ListMetricPoints(run->id, last_step, 100000);
     if (!points.ok()) return ToGrpc(points.status());
     if (!told || !(*told == Fingerprint(*run)) || !points->empty()) {
       v1::RunUpdate update;
@@ -253,8 +257,7 @@ grpc::Status AblateServiceImpl::GetMetrics(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status AblateServiceImpl::ListWorkers(grpc::ServerContext* ctx,
-                                            const v1::ListWorkersRequest*,
+grpc::Status AblateServiceImpl::ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest*,
                                             v1::ListWorkersResponse* resp) {
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
   absl::StatusOr<std::vector<Worker>> workers = store_->ListWorkers();
@@ -269,8 +272,7 @@ grpc::Status AblateServiceImpl::ListWorkers(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status AblateServiceImpl::ListPresets(grpc::ServerContext* ctx,
-                                            const v1::ListPresetsRequest*,
+grpc::Status AblateServiceImpl::ListPresets(grpc::ServerContext* ctx, const v1::ListPresetsRequest*,
                                             v1::ListPresetsResponse* resp) {
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
   for (const Preset& p : AllPresets()) {
