@@ -9,6 +9,7 @@
 
 #include "trainer/cpu/fast_exp.h"
 #include "trainer/cpu/matmul.h"
+#include "trainer/cpu/reduce.h"
 #include "trainer/cpu/parallel.h"
 
 namespace ablate::cpu {
@@ -88,26 +89,34 @@ void ExpRow(T* row, int64_t first, int64_t last, int64_t keys, T shift) {
   std::fill(row + last + 1, row + keys, T(0));
 }
 
-// Softmax of every row over its visible columns; lse[r] = its log-sum-exp.
+// Every row becomes exp(s − its max) over its visible columns (one exp per score: the softmax's
+// 1/Σ is applied to the output rows instead, HD values rather than T); lse[r] = its
+// log-sum-exp, inv_sum[r] = 1/Σ.
 template <class T>
-void SoftmaxRows(T* s, T* lse, const int32_t* lo, const Tile& tile) {
+void ExpRows(T* s, T* lse, T* inv_sum, const int32_t* lo, const Tile& tile) {
   for (int64_t r = 0; r < tile.rows(); ++r) {
     int64_t first, last;
     VisibleColumns(lo, tile, r, &first, &last);
     T* row = s + r * tile.keys();
     T mx = RowMax(row + first, last - first + 1);
-    T sum = SumExpShifted(row + first, last - first + 1, mx);
-    ExpRow(row, first, last, tile.keys(), mx + std::log(sum));
+    ExpRow(row, first, last, tile.keys(), mx);
+    T sum = LaneSum(row + first, last - first + 1);
     lse[r] = mx + std::log(sum);
+    inv_sum[r] = T(1) / sum;
   }
 }
 
 template <class T>
 void ForwardTile(T* out, T* lse, T* s, const SliceArgs<T>& a, const Tile& tile) {
+  T inv_sum[kQueryTile];
   TileScores(s, a, tile);
-  SoftmaxRows(s, lse + tile.t0, a.lo, tile);
+  ExpRows(s, lse + tile.t0, inv_sum, a.lo, tile);
+  T* o = out + tile.t0 * a.ld;
   Gemm<T>(Trans::kNo, Trans::kNo, tile.rows(), a.hd, tile.keys(), T(1), s, tile.keys(),
-          a.v + tile.k0 * a.ld, a.ld, T(0), out + tile.t0 * a.ld, a.ld);
+          a.v + tile.k0 * a.ld, a.ld, T(0), o, a.ld);
+  for (int64_t r = 0; r < tile.rows(); ++r) {
+    for (int64_t j = 0; j < a.hd; ++j) o[r * a.ld + j] *= inv_sum[r];
+  }
 }
 
 // Calls fn(tile) for the query tiles of a sequence of t tokens.

@@ -23,6 +23,21 @@ T LaneDot(const T* a, const T* b, int64_t n) {
   return s;
 }
 
+// Σ x[i] over i < n, in the same sixteen-lane order.
+template <class T>
+T LaneSum(const T* x, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  T lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lane[l] += x[i + l];
+  }
+  T s = 0;
+  for (int64_t l = 0; l < kLanes; ++l) s += lane[l];
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
 }  // namespace ablate::cpu
 
 #endif  // ABLATE_TRAINER_CPU_REDUCE_H_
