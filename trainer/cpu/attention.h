@@ -1,7 +1,9 @@
 // Causal self-attention with document masking and block sliding windows, without a T×T matrix:
-// every mask in MODEL.md leaves query t a contiguous key range [lo(t), t], so the kernels walk
-// that range only (fully masked key blocks are never touched) and keep one log-sum-exp per query
-// for the backward (flash-attention style recomputation).
+// every mask in MODEL.md leaves query t a contiguous key range [lo(t), t], so the kernels take
+// queries in tiles of 64 and compute each tile's scores, softmax gradients and products as GEMMs
+// over the union of its rows' ranges only (keys left of every row's lo are never touched), and
+// keep one log-sum-exp per query for the backward (flash-attention style recomputation).
+// OpenBLAS runs single-threaded inside the (batch, head) loop (see matmul.cc).
 #ifndef ABLATE_TRAINER_CPU_ATTENTION_H_
 #define ABLATE_TRAINER_CPU_ATTENTION_H_
 
