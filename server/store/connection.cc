@@ -51,8 +51,20 @@ absl::Status Connection::Exec(std::string_view sql) {
   return SqliteError(rc, context, db_);
 }
 
+absl::Status Connection::ExecCached(std::string_view sql) {
+  absl::StatusOr<Statement> stmt = Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  return stmt->Run();
+}
+
 absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
-  auto [it, inserted] = cache_.try_emplace(std::string(sql));
+  // Look up first: the hot path (a statement seen before) allocates nothing.
+  auto it = cache_.find(sql);
+  bool inserted = false;
+  if (it == cache_.end()) {
+    it = cache_.try_emplace(std::string(sql)).first;
+    inserted = true;
+  }
   CachedStatement& cached = it->second;
   bool use_cache = !cached.in_use;
   sqlite3_stmt* stmt = use_cache ? cached.stmt : nullptr;

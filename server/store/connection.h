@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,8 +40,12 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Runs one or more ';'-separated statements that return no rows of interest.
+  // Runs one or more ';'-separated statements that return no rows of interest; parses the text
+  // each time.
   absl::Status Exec(std::string_view sql);
+  // Runs one statement that returns no rows of interest through the statement cache, so that a
+  // statement run over and over (SAVEPOINT, COMMIT) is parsed once per connection.
+  absl::Status ExecCached(std::string_view sql);
   // A statement for `sql`, from the cache unless the cached one is still in use.
   absl::StatusOr<Statement> Prepare(std::string_view sql);
 
@@ -52,6 +57,11 @@ class Connection {
   const std::string& filename() const { return filename_; }
 
  private:
+  // Lets the cache be searched by string_view without building a std::string.
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view sql) const { return std::hash<std::string_view>{}(sql); }
+  };
   struct CachedStatement {
     sqlite3_stmt* stmt = nullptr;
     bool in_use = false;
@@ -61,7 +71,8 @@ class Connection {
 
   sqlite3* db_;
   std::string filename_;
-  std::unordered_map<std::string, CachedStatement> cache_;  // node-based: stable addresses
+  // Node-based: stable addresses for Statement's in_use pointer.
+  std::unordered_map<std::string, CachedStatement, SqlHash, std::equal_to<>> cache_;
 };
 
 }  // namespace ablate

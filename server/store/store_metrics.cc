@@ -9,24 +9,31 @@
 
 namespace ablate {
 
-using store_internal::LoadAttempt;
 using store_internal::LoadRun;
 
 namespace {
 
+// The fencing check, in one lean query: the attempt's run and token and that run's current
+// attempt (the full Attempt and Run rows are not needed on this per-batch path).
 absl::Status CheckWriter(Connection& c, int64_t run_id, int64_t attempt_id, int64_t token) {
-  STORE_ASSIGN_OR_RETURN(Attempt attempt, LoadAttempt(c, attempt_id));
-  if (attempt.run_id != run_id) {
-    return absl::InvalidArgumentError(absl::StrCat("attempt ", attempt_id, " belongs to run ",
-                                                   attempt.run_id, ", not run ", run_id));
+  STORE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      c.Prepare("SELECT a.run_id, a.fencing_token, r.current_attempt_id "
+                "FROM attempts a LEFT JOIN runs r ON r.id = a.run_id WHERE a.id = ?"));
+  stmt.BindAll(attempt_id);
+  STORE_ASSIGN_OR_RETURN(bool found, stmt.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("attempt ", attempt_id, " not found"));
+  const int64_t owner = stmt.Int(0);
+  if (owner != run_id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attempt ", attempt_id, " belongs to run ", owner, ", not run ", run_id));
   }
-  STORE_ASSIGN_OR_RETURN(Run run, LoadRun(c, run_id));
-  if (run.current_attempt_id == attempt_id && attempt.fencing_token == token) {
-    return absl::OkStatus();
-  }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "metrics from stale attempt ", attempt_id, " (fencing token ", token, ") of run ", run_id,
-      " refused: its current attempt is ", run.current_attempt_id));
+  if (stmt.IsNull(2)) return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
+  const int64_t current = stmt.Int(2);
+  if (current == attempt_id && stmt.Int(1) == token) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("metrics from stale attempt ", attempt_id,
+                                                    " (fencing token ", token, ") of run ", run_id,
+                                                    " refused: its current attempt is ", current));
 }
 
 // Records the batch; false when (attempt_id, seq) was committed before.

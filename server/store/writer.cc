@@ -1,4 +1,4 @@
-// Writer: one thread, batched transactions, per-job savepoints.
+// Writer: one thread, batched transactions, per-job savepoints, per-job completion signals.
 #include "server/store/writer.h"
 
 #include <utility>
@@ -19,11 +19,19 @@ Writer::~Writer() {
 }
 
 absl::Status Writer::Write(Job job) {
-  Pending pending{std::move(job), absl::OkStatus(), false};
-  absl::MutexLock lock(&mu_);
-  if (stopping_) return absl::FailedPreconditionError("the store is closing");
-  queue_.push_back(&pending);
-  mu_.Await(absl::Condition(&pending.done));
+  Pending pending(job);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::FailedPreconditionError("the store is closing");
+    if (tail_ == nullptr) {
+      head_ = &pending;
+    } else {
+      tail_->next = &pending;
+    }
+    tail_ = &pending;
+  }
+  // Only the writer thread notifies this, after it has set `status`; nobody else is woken.
+  pending.done.WaitForNotification();
   return pending.status;
 }
 
@@ -32,28 +40,38 @@ int64_t Writer::transactions() const {
   return transactions_;
 }
 
-bool Writer::HasWorkOrStopping() const { return !queue_.empty() || stopping_; }
+bool Writer::HasWorkOrStopping() const { return head_ != nullptr || stopping_; }
+
+void Writer::TakeBatch(std::vector<Pending*>& batch) {
+  while (head_ != nullptr && static_cast<int>(batch.size()) < max_batch_) {
+    batch.push_back(head_);
+    head_ = head_->next;
+  }
+  if (head_ == nullptr) tail_ = nullptr;
+}
 
 void Writer::Loop() {
+  std::vector<Pending*> batch;  // reused: its capacity settles at the largest batch seen
+  batch.reserve(static_cast<size_t>(max_batch_));
   while (true) {
-    std::vector<Pending*> batch;
+    batch.clear();
     {
       absl::MutexLock lock(&mu_, absl::Condition(this, &Writer::HasWorkOrStopping));
-      if (queue_.empty()) return;  // stopping, and nothing left to do
-      while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch_) {
-        batch.push_back(queue_.front());
-        queue_.pop_front();
-      }
+      if (head_ == nullptr) return;  // stopping, and nothing left to do
+      TakeBatch(batch);
     }
     RunBatch(batch);
-    absl::MutexLock lock(&mu_);
-    ++transactions_;
-    for (Pending* pending : batch) pending->done = true;
+    {
+      absl::MutexLock lock(&mu_);
+      ++transactions_;
+    }
+    // After Notify a caller may return and destroy its Pending: touch nothing of it afterwards.
+    for (Pending* pending : batch) pending->done.Notify();
   }
 }
 
 void Writer::RunBatch(const std::vector<Pending*>& batch) {
-  absl::Status begin = connection_->Exec("BEGIN IMMEDIATE");
+  absl::Status begin = connection_->ExecCached("BEGIN IMMEDIATE");
   if (!begin.ok()) {
     for (Pending* pending : batch) pending->status = begin;
     return;
@@ -71,24 +89,24 @@ void Writer::RunBatch(const std::vector<Pending*>& batch) {
       return;
     }
   }
-  absl::Status commit = connection_->Exec("COMMIT");
+  absl::Status commit = connection_->ExecCached("COMMIT");
   if (commit.ok()) return;
   // The transaction is lost as a whole: nobody's write is durable.
-  connection_->Exec("ROLLBACK").IgnoreError();
+  connection_->ExecCached("ROLLBACK").IgnoreError();
   for (Pending* pending : batch) {
     if (pending->status.ok()) pending->status = commit;
   }
 }
 
 absl::Status Writer::RunInSavepoint(Pending& pending) {
-  absl::Status status = connection_->Exec("SAVEPOINT job");
+  absl::Status status = connection_->ExecCached("SAVEPOINT job");
   if (!status.ok()) return status;
   status = pending.job(*connection_);
   if (!status.ok()) {
     // Undo this job only; the batch's other jobs keep their effects.
-    connection_->Exec("ROLLBACK TO job").IgnoreError();
+    connection_->ExecCached("ROLLBACK TO job").IgnoreError();
   }
-  absl::Status release = connection_->Exec("RELEASE job");
+  absl::Status release = connection_->ExecCached("RELEASE job");
   return status.ok() ? release : status;
 }
 

@@ -89,5 +89,56 @@ TEST(WriterTest, WriteAfterFailureStillCommits) {
   EXPECT_EQ(CountRows(path), 2);
 }
 
+TEST(WriterTest, EachCallerReturnsAfterItsOwnWriteIsCommitted) {
+  testing::TempDir dir;
+  const std::string path = dir.File("w.db");
+  Writer writer(OpenTable(path), /*max_batch=*/4);  // small batches: many commits, many wakeups
+  constexpr int kThreads = 16;
+  constexpr int kWritesPerThread = 25;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // A reader of our own: once Write returns OK the row must be visible to another connection.
+      auto reader = Connection::Open(path, ConnectionOptions{});
+      ASSERT_TRUE(reader.ok()) << reader.status();
+      for (int i = 0; i < kWritesPerThread; ++i) {
+        const int v = t * kWritesPerThread + i;
+        // Every fifth write collides with a row this thread already wrote: it must fail alone.
+        const int value = (i % 5 == 4) ? v - 1 : v;
+        absl::Status s = writer.Write([value](Connection& c) { return InsertValue(c, value); });
+        if ((i % 5 == 4) != !s.ok()) ++failures[t];
+        if (!s.ok()) continue;
+        auto stmt = (*reader)->Prepare("SELECT COUNT(*) FROM t WHERE v = ?");
+        ASSERT_TRUE(stmt.ok()) << stmt.status();
+        stmt->BindAll(value);
+        if (!stmt->Step().value_or(false) || stmt->Int(0) != 1) ++failures[t];
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+  EXPECT_EQ(CountRows(path), kThreads * kWritesPerThread * 4 / 5);
+}
+
+TEST(ConnectionTest, ExecCachedRunsOneStatementRepeatedlyAndReportsErrors) {
+  testing::TempDir dir;
+  std::unique_ptr<Connection> c = OpenTable(dir.File("c.db"));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c->ExecCached("BEGIN IMMEDIATE").ok());
+    ASSERT_TRUE(c->ExecCached("SAVEPOINT job").ok());
+    ASSERT_TRUE(InsertValue(*c, i).ok());
+    ASSERT_TRUE(c->ExecCached("RELEASE job").ok());
+    ASSERT_TRUE(c->ExecCached("COMMIT").ok());
+  }
+  EXPECT_FALSE(c->InTransaction());
+  absl::Status bad = c->ExecCached("RELEASE job");  // no such savepoint
+  EXPECT_FALSE(bad.ok());
+  EXPECT_FALSE(c->ExecCached("NOT SQL").ok());
+  EXPECT_FALSE(c->ExecCached("NOT SQL").ok());  // a failed prepare is not cached
+  EXPECT_TRUE(c->ExecCached("BEGIN").ok());
+  EXPECT_TRUE(c->ExecCached("ROLLBACK").ok());
+}
+
 }  // namespace
 }  // namespace ablate
