@@ -31,6 +31,10 @@ void BlasGemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, double alpha,
 // than the second core gives back.
 constexpr int64_t kSplitMacs = int64_t(1) << 22;
 
+// Blocks per team thread when a GEMM is split: a few, handed out dynamically, so that a
+// preempted thread delays the product by one block, not by half of it.
+constexpr int64_t kBlocksPerThread = 4;
+
 // Length of each of `parts` blocks covering `extent`, rounded up to a multiple of 16.
 inline int64_t BlockSize(int64_t extent, int64_t parts) {
   return ((extent + parts - 1) / parts + 15) / 16 * 16;
@@ -52,8 +56,8 @@ void Gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
     return BlasGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
   bool by_rows = m >= n;
-  int64_t extent = by_rows ? m : n, block = BlockSize(extent, threads);
-  ParallelFor((extent + block - 1) / block, [&](int64_t i) {
+  int64_t extent = by_rows ? m : n, block = BlockSize(extent, kBlocksPerThread * threads);
+  ParallelForDynamic((extent + block - 1) / block, [&](int64_t i) {
     int64_t lo = i * block, len = std::min(block, extent - lo);
     if (by_rows) {  // rows lo.. of op(A) and C
       const T* ai = ta == Trans::kNo ? a + lo * lda : a + lo;

@@ -15,6 +15,15 @@ void ParallelFor(int64_t n, const Fn& fn) {
   for (int64_t i = 0; i < n; ++i) fn(i);
 }
 
+// As ParallelFor, but hands out one i at a time to whichever thread is free: for a few large,
+// independent tasks (GEMM blocks, vocabulary chunks), so that a thread the OS preempts on a
+// shared machine does not hold the others at the barrier with its whole static share.
+template <class Fn>
+void ParallelForDynamic(int64_t n, const Fn& fn) {
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
 // Sets the op thread count for the calling thread: its OpenMP team, which also splits large GEMMs
 // (OpenBLAS itself is set to one thread, process-wide; see matmul.cc).
 void SetThreads(int threads);

@@ -73,7 +73,7 @@ namespace {
 
 // The vocabulary is cut into a fixed number of chunks (one parallel task each, so results do not
 // depend on the thread count), each walked in blocks of about 256K logits (1 MB of floats).
-constexpr int64_t kMaxChunks = 8;
+constexpr int64_t kMaxChunks = 16;
 constexpr int64_t kBlockElems = int64_t(1) << 18;
 
 struct HeadBlocks {
@@ -112,7 +112,7 @@ void lm_head_forward(T* logits, T* losses, T* lse, const T* x, const T* w, const
                      int64_t n, int64_t c, int64_t v, Softcap cap) {
   HeadBlocks h = MakeHeadBlocks(n, v);
   std::vector<T> mx(h.chunks * n, -INFINITY), sum(h.chunks * n, T(0));
-  ParallelFor(h.chunks, [&](int64_t ch) {
+  ParallelForDynamic(h.chunks, [&](int64_t ch) {
     ForEachBlock(h, ch, v, [&](int64_t b0, int64_t b1) {
       Gemm<T>(Trans::kNo, Trans::kYes, n, b1 - b0, c, T(1), x, c, w + b0 * c, c, T(0),
               logits + b0, v);
@@ -141,7 +141,7 @@ void lm_head_backward(T* dx, T* dw, const T* logits, const T* lse, const T* x, c
                       T dloss) {
   HeadBlocks h = MakeHeadBlocks(n, v);
   std::vector<T> dx_part(h.chunks * n * c, T(0));
-  ParallelFor(h.chunks, [&](int64_t ch) {
+  ParallelForDynamic(h.chunks, [&](int64_t ch) {
     std::vector<T> d(n * h.block);
     ForEachBlock(h, ch, v, [&](int64_t b0, int64_t b1) {
       int64_t width = b1 - b0;
