@@ -144,7 +144,8 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     // Attempts the worker no longer runs: wait a lease for their RunFinished from its outbox.
     for (auto& [attempt_id, live] : w.attempts) {
       if (held.count(attempt_id)) continue;
-      live.orphan_deadline_ms = Now() + options_.lease_ms;
+      // The first reconnect without it starts the wait; later ones do not extend it.
+      if (live.orphan_deadline_ms == 0) live.orphan_deadline_ms = Now() + options_.lease_ms;
       held[attempt_id] = live;
     }
     w.session = std::move(session);
