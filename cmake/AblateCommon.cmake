@@ -1,6 +1,9 @@
 # Settings shared by the whole build and by the trainer's standalone build.
 include_guard(GLOBAL)
 
+# One version for every binary, also in the trainer's standalone build.
+set(ABLATE_VERSION 0.1.0)
+
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
 endif()

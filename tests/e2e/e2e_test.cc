@@ -191,6 +191,9 @@ TEST_F(E2eTest, SweepOfSixVariantsOnTwoWorkersCompletes) {
   ASSERT_EQ(workers["workers"].size(), 2u);
   EXPECT_EQ(workers["workers"][0]["datasets"][0], "debian-text");
   EXPECT_TRUE(workers["workers"][0]["connected"].get<bool>());
+  EXPECT_EQ(workers["workers"][0]["trainer_version"].get<std::string>().rfind("ablate-train ", 0),
+            0u)
+      << workers.dump();
 }
 
 TEST_F(E2eTest, PartitionedWorkerCannotWriteAfterItsLease) {

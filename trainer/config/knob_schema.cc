@@ -287,6 +287,15 @@ std::string ConfigHash(const J& canonical) {
   return Sha256Hex(CanonicalJson(without_seed));
 }
 
+std::string KnobSchemaFingerprint() {
+  std::string text;
+  for (const KnobSpec& k : AllKnobs()) {
+    text += std::string(k.name) + "|" + std::string(KnobTypeName(k.type)) + "|" +
+            k.default_value.dump() + "|" + J(k.min).dump() + "|" + J(k.max).dump() + "\n";
+  }
+  return Sha256Hex(text).substr(0, 12);
+}
+
 J ConfigDiff(const J& from, const J& to) {
   J diff = J::object();
   for (auto it = to.begin(); it != to.end(); ++it) {

@@ -68,6 +68,10 @@ std::string CanonicalJson(const nlohmann::json& canonical);
 // `seed` is excluded from the hash so that the seeds of one variant share it.
 std::string ConfigHash(const nlohmann::json& canonical);
 
+// A short hex fingerprint of the knob table (names, types, defaults, ranges): two trainers with
+// the same fingerprint accept and mean the same configs.
+std::string KnobSchemaFingerprint();
+
 // Knob-by-knob differences: {"knob": {"from": a, "to": b}} for every knob where they differ.
 nlohmann::json ConfigDiff(const nlohmann::json& from, const nlohmann::json& to);
 

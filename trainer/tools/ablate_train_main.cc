@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "trainer/config/knob_schema.h"
 #include "trainer/cpu/blas_setup.h"
 #include "trainer/data/shard_reader.h"
 #include "trainer/tools/run_config_builder.h"
@@ -111,6 +112,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ablate-train: train a GPT with the NanoGPT speedrun's techniques (CPU backend)"};
   Args args;
   AddOptions(app, args);
+  app.set_version_flag("--version", "ablate-train " ABLATE_VERSION " (knob schema " +
+                                        ablate::KnobSchemaFingerprint() + ", backends: cpu)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
