@@ -84,7 +84,7 @@ void RunShape(const Shape& s, int steps, double sgemm) {
   std::vector<int32_t> tokens(b * (t + 1));
   for (int32_t& x : tokens) x = int32_t(rng() % 50257);
   std::vector<int64_t> windows(m.n_layer, 0);
-  double fb_ms = 0, opt_ms = 0, fb_cpu = 0;
+  double fb_ms = 0, opt_ms = 0, fb_cpu = 0, opt_cpu = 0;
   for (int step = -1; step < steps; ++step) {  // step −1 warms up
     auto t0 = Clock::now();
     double c0 = CpuMs();
@@ -93,16 +93,17 @@ void RunShape(const Shape& s, int steps, double sgemm) {
     gpt.Backward(1.f);
     auto t1 = Clock::now();
     if (step >= 0) fb_cpu += CpuMs() - c0;
+    double c1 = CpuMs();
     (void)opt.Step(gpt.params().data(), gpt.grads().data(), step + 1, comm);
     auto t2 = Clock::now();
-    if (step >= 0) fb_ms += Ms(t0, t1), opt_ms += Ms(t1, t2);
+    if (step >= 0) fb_ms += Ms(t0, t1), opt_ms += Ms(t1, t2), opt_cpu += CpuMs() - c1;
   }
-  fb_ms /= steps, opt_ms /= steps, fb_cpu /= steps;
+  fb_ms /= steps, opt_ms /= steps, fb_cpu /= steps, opt_cpu /= steps;
   double gflops = StepFlops(m, b, t) / (fb_ms * 1e6);
   std::printf("%-22s params %6.1fM  fwd+bwd %8.1f ms (cpu %6.1f)  %7.0f tok/s  %6.1f GFLOP/s (%4.1f%% of "
-              "SGEMM)  optimizer %8.1f ms  step %8.1f ms\n",
+              "SGEMM)  optimizer %8.1f ms (cpu %6.1f)  step %8.1f ms (cpu %6.1f)\n",
               s.name, gpt.layout().total() / 1e6, fb_ms, fb_cpu, double(b * t) / (fb_ms / 1e3), gflops,
-              100 * gflops / sgemm, opt_ms, fb_ms + opt_ms);
+              100 * gflops / sgemm, opt_ms, opt_cpu, fb_ms + opt_ms, fb_cpu + opt_cpu);
 }
 
 

@@ -25,13 +25,20 @@ class Adam {
  public:
   Adam(AdamConfig config, std::vector<AdamSpan> spans);
 
-  // One step (t = number of calls so far + 1) with lr = span.lr × lr_mult.
+  // One step (t = number of calls so far + 1) with lr = span.lr × lr_mult. Splits the work over
+  // the calling thread's OpenMP team (cpu::SetThreads); params and grads must not overlap.
   void Step(float* params, const float* grads, double lr_mult);
 
  private:
+  // [begin, end) of span `span`, relative to the span's start: the unit of parallel work.
+  struct Chunk {
+    int64_t span, begin, end;
+  };
+
   AdamConfig config_;
   std::vector<AdamSpan> spans_;
   std::vector<std::vector<float>> m_, v_;  // per span
+  std::vector<Chunk> chunks_;               // every span cut in pieces of at most kChunk
   int64_t t_ = 0;
 };
 

@@ -37,6 +37,15 @@ struct MuonMatrix {
 void NewtonSchulz(float* x, int64_t rows, int64_t cols, int steps,
                   const std::array<double, 3>& coeffs);
 
+// Work buffers of NewtonSchulz, grown on demand and kept for the next call (one per thread).
+struct NsScratch {
+  std::vector<float> a, b, next, transposed;
+};
+
+// As above, reusing `scratch` instead of allocating.
+void NewtonSchulz(float* x, int64_t rows, int64_t cols, int steps,
+                  const std::array<double, 3>& coeffs, NsScratch& scratch);
+
 double MuonScale(MuonScaleRule rule, int64_t rows, int64_t cols);
 
 class Muon {
@@ -45,17 +54,25 @@ class Muon {
   Muon(MuonConfig config, std::vector<MuonMatrix> matrices, int rank, int world);
 
   // params -= lr·lr_mult·scale·NS(momentum(grads)) for every matrix. grads must already be the
-  // mean over ranks. Collective: every rank calls it.
+  // mean over ranks. Collective: every rank calls it, and each makes one AllGather call.
+  // Splits its matrices over the calling thread's OpenMP team.
   Status Step(float* params, const float* grads, double lr_mult, int64_t step,
               Communicator& comm);
 
  private:
-  void Update(int64_t index, const float* grads, double lr, double mu, float* out);
+  void Update(int64_t index, const float* grads, double lr, double mu, float* out,
+              NsScratch& scratch);
 
   MuonConfig config_;
   std::vector<MuonMatrix> matrices_;
   int rank_, world_;
   std::vector<std::vector<float>> momentum_;  // per matrix; empty unless owned
+  // Round r (matrices r·world .. r·world + world − 1) has a slot of the widest of its matrices at
+  // round_offsets_[r] in each rank's part of the gathered buffer (round_width_ floats a rank).
+  std::vector<int64_t> round_offsets_;
+  int64_t round_width_ = 0;
+  std::vector<float> mine_, all_;  // (round_width_), (world, round_width_)
+  std::vector<NsScratch> scratch_;  // per OpenMP thread
 };
 
 }  // namespace ablate
