@@ -1,0 +1,86 @@
+// Per-variant summaries of a sweep's runs and their comparison against the baseline (DESIGN §7).
+// Pure functions: the store adapter turns Run rows into RunOutcome values and the CLI/dashboard
+// render the results. Units: val loss in nats, times in milliseconds.
+//
+// Runs that never reach the target. Time-to-target is the training time at the first validation
+// with loss <= target. A run that never gets there has only a lower bound on that time (its final
+// training time), so averaging it in as if it were a time-to-target would bias the mean
+// downwards, and dropping it silently would hide that the variant fails. We do neither: time
+// statistics (mean, CI, Welch/paired tests) are computed over reached runs only, and the reached
+// count / fraction is reported beside them. A variant with a good time over 2 of 8 reached runs
+// reads as exactly that. Final val loss statistics use every run that has a final val loss,
+// reached or not.
+#ifndef ABLATE_SERVER_STATS_VARIANT_STATS_H_
+#define ABLATE_SERVER_STATS_VARIANT_STATS_H_
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "server/stats/sample_stats.h"
+#include "server/stats/t_tests.h"
+
+namespace ablate {
+
+// What the statistics need of one run (one variant × seed).
+struct RunOutcome {
+  int seed = 0;
+  std::optional<double> final_val_loss;     // nats; empty if the run never validated
+  bool reached_target = false;              // some validation had loss <= target
+  std::optional<double> time_to_target_ms;  // training ms at that validation; used only if reached
+  std::optional<double> mean_step_ms;       // ms per training step
+};
+
+struct VariantStats {
+  int n = 0;                                // runs given
+  int n_reached = 0;                        // runs with reached_target
+  std::optional<double> reached_fraction;   // n_reached / n; empty when n = 0
+  SampleStats final_val_loss;               // nats, over runs that have a final val loss
+  SampleStats time_to_target_ms;            // ms, over reached runs that have a time
+  SampleStats mean_step_ms;                 // ms, over runs that have one
+};
+
+VariantStats SummarizeVariant(std::span<const RunOutcome> runs);
+
+enum class Metric { kFinalValLoss, kTimeToTarget };
+
+// The values of `metric` that enter the statistics (see the file comment), in input order.
+std::vector<double> MetricValues(std::span<const RunOutcome> runs, Metric metric);
+
+// One metric of a variant against the baseline. difference = mean(variant) - mean(baseline)
+// (negative is better for both metrics).
+//
+// underpowered is true when the data cannot tell the observed difference from none:
+//   * either side has fewer than 2 values of the metric (no Welch test, no CI), or
+//   * the Welch 95% CI half-width is strictly greater than |difference|, i.e. the CI of the
+//     difference strictly contains 0 (equivalently, roughly, Welch p > 0.05).
+// With zero standard error the half-width is 0 and the flag is false (the data have no noise).
+struct MetricComparison {
+  int n_variant = 0;
+  int n_baseline = 0;
+  std::optional<double> difference;      // set when both sides have at least 1 value
+  std::optional<TTestResult> welch;      // two-sided; its ci_half_width is the CI of difference
+  std::optional<TTestResult> paired;     // two-sided; only when seeds pair one to one
+  std::optional<double> welch_p_holm;    // Welch p Holm-adjusted across the sweep (CompareSweep)
+  bool underpowered = true;
+};
+
+// Compares `metric` of `variant` against `baseline`. The paired test is run when both sides'
+// values come from the same set of distinct seeds, with the same count (n >= 2); values are
+// matched by seed.
+MetricComparison CompareMetric(std::span<const RunOutcome> variant,
+                               std::span<const RunOutcome> baseline, Metric metric);
+
+struct VariantComparison {
+  MetricComparison final_val_loss;
+  MetricComparison time_to_target_ms;
+};
+
+// Compares every ablation against the baseline, in the given order, and fills welch_p_holm per
+// metric: Holm over the ablations whose Welch test exists (the others stay empty).
+std::vector<VariantComparison> CompareSweep(std::span<const RunOutcome> baseline,
+                                            const std::vector<std::vector<RunOutcome>>& ablations);
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_STATS_VARIANT_STATS_H_

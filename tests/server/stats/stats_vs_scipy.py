@@ -1,0 +1,150 @@
+"""Live check of server/stats against scipy: generates cases (Welch, paired, one-sample 'less',
+CI bounds, Holm, with n = 1, zero variance, identical samples and huge n), runs them through
+stats_probe and compares at 1e-9 relative. Exit 77 (ctest skip) when scipy is missing.
+
+Usage: stats_vs_scipy.py PATH/TO/stats_probe
+"""
+import math
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    from scipy import stats
+except ImportError:
+    print("SKIP: scipy/numpy not importable by %s; install python3-scipy" % sys.executable)
+    sys.exit(77)
+
+REL = 1e-9
+# scipy's t.ppf (cephes stdtrit) at non-integer df is off by ~1e-10 in probability
+# (special.stdtr(df, t.ppf(0.975, df)) - 0.975 ~ 1.6e-10 at df = 5.26, while Boost's quantile
+# round-trips to 0), so Welch CI half-widths are compared at 1e-8.
+WELCH_REL = [REL, REL, REL, REL, 1e-8]
+# With 90,000 values numpy's pairwise summation and our sequential sum differ at ~1e-11 in t,
+# which a p of 1e-141 amplifies by ~t^2.
+HUGE_REL = 1e-7
+
+
+def fmt(xs):
+    return " ".join("%.17g" % x for x in xs)
+
+
+def welch_ref(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    qa, qb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    diff = a.mean() - b.mean()
+    if qa + qb == 0:  # documented deviation: scipy gives NaN
+        return None if diff != 0 else [0.0, 1.0, len(a) + len(b) - 2, 0.0, 0.0]
+    r = stats.ttest_ind(a, b, equal_var=False)
+    df = (qa + qb) ** 2 / (qa ** 2 / (len(a) - 1) + qb ** 2 / (len(b) - 1))
+    return [r.statistic, r.pvalue, df, diff, stats.t.ppf(0.975, df) * math.sqrt(qa + qb)]
+
+
+def paired_ref(a, b):
+    d = np.subtract(a, b)
+    if d.var(ddof=1) == 0:
+        return None
+    r = stats.ttest_rel(a, b)
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+    return [r.statistic, r.pvalue, len(d) - 1, d.mean(), half]
+
+
+def holm_ref(p):
+    m = len(p)
+    out, run = [0.0] * m, 0.0
+    for k, i in enumerate(sorted(range(m), key=lambda i: p[i])):
+        run = max(run, min(1.0, (m - k) * p[i]))
+        out[i] = run
+    return out
+
+
+def ci_ref(x):
+    if len(x) == 0:
+        return [0]
+    if len(x) == 1:
+        return [1, x[0]]
+    n = len(x)
+    return [n, np.mean(x), stats.t.ppf(0.975, n - 1) * np.std(x, ddof=1) / math.sqrt(n)]
+
+
+def build_cases(rng):
+    cases = []  # (line, expected list or None for "check by rule", label)
+    for i in range(20):
+        na, nb = rng.integers(2, 12, size=2)
+        sa, sb = rng.uniform(1e-4, 3e-3, size=2)
+        a = 3.279 + sa * rng.standard_normal(na)
+        b = 3.280 + sb * rng.standard_normal(nb)
+        cases.append(("welch %s ; %s" % (fmt(a), fmt(b)), welch_ref(a, b), "welch %d" % i))
+        t = 150000 + 4000 * rng.standard_normal(na)
+        u = 152000 + 9000 * rng.standard_normal(nb)
+        cases.append(("welch %s ; %s" % (fmt(t), fmt(u)), welch_ref(t, u), "welch ms %d" % i))
+    for i in range(12):
+        n = int(rng.integers(2, 16))
+        b = 3.28 + 0.002 * rng.standard_normal(n)
+        a = b - 0.0005 + 0.0007 * rng.standard_normal(n)
+        cases.append(("paired %s ; %s" % (fmt(a), fmt(b)), paired_ref(a, b), "paired %d" % i))
+    for i, n in enumerate([2, 3, 5, 8, 32, 100, 20000]):
+        x = 3.2787 + 0.0018 * rng.standard_normal(n)
+        r = stats.ttest_1samp(x, 3.28, alternative="less")
+        cases.append(("less 3.28 ; %s" % fmt(x), [r.statistic, r.pvalue], "less n=%d" % n))
+        cases.append(("ci %s" % fmt(x), ci_ref(x), "ci n=%d" % n))
+    for i in range(8):
+        p = list(rng.uniform(0, 0.2, size=int(rng.integers(1, 10))))
+        cases.append(("holm %s" % fmt(p), holm_ref(p), "holm %d" % i))
+    flat = [3.2801] * 4
+    cases += [
+        ("ci 3.27", [1, 3.27], "ci n=1"),
+        ("ci", [0], "ci n=0"),
+        ("ci %s" % fmt(flat), [4, 3.2801, 0.0], "ci zero variance"),
+        ("welch 3.27 ; %s" % fmt(flat), "none", "welch n=1"),
+        ("welch %s ; %s" % (fmt(flat), fmt(flat)), [0.0, 1.0, 6, 0.0, 0.0], "welch identical"),
+        ("welch 3.279 3.279 3.279 ; %s" % fmt(flat), [-math.inf, 0.0, 5, -0.0011, 0.0],
+         "welch both zero variance, apart"),
+        ("paired %s ; %s" % (fmt(flat), fmt(flat)), [0.0, 1.0, 3, 0.0, 0.0], "paired identical"),
+        ("less 3.28 ; 3.279 3.279", [-math.inf, 0.0], "less zero variance below"),
+        ("less 3.28 ; 3.281 3.281", [math.inf, 1.0], "less zero variance above"),
+        ("less 3.28 ; 3.2", "none", "less n=1"),
+        ("holm", [], "holm empty"),
+    ]
+    big_a = 3.2787 + 0.0018 * rng.standard_normal(50000)
+    big_b = 3.2790 + 0.0017 * rng.standard_normal(40000)
+    cases.append(("welch %s ; %s" % (fmt(big_a), fmt(big_b)), welch_ref(big_a, big_b), "welch huge n",
+                  HUGE_REL))
+    cases = [c if len(c) == 4 else c + (WELCH_REL if c[0].startswith("welch") else REL,)
+             for c in cases]
+    return [c for c in cases if c[1] is not None]
+
+
+def close(got, want, rel):
+    if isinstance(want, str) or isinstance(got, str):
+        return got == want
+    if len(got) != len(want):
+        return False
+    rels = rel if isinstance(rel, list) else [rel] * len(want)
+    for g, w, r in zip(got, want, rels):
+        if math.isinf(w) or w == 0:
+            if not (g == w or abs(g - w) <= 1e-15):
+                return False
+        elif abs(g - w) > r * abs(w) + 1e-300:
+            return False
+    return True
+
+
+def main():
+    cases = build_cases(np.random.default_rng(8))
+    lines = "\n".join(c[0] for c in cases) + "\n"
+    out = subprocess.run([sys.argv[1]], input=lines, capture_output=True, text=True, check=True)
+    answers = out.stdout.splitlines()
+    assert len(answers) == len(cases), (len(answers), len(cases))
+    failures = 0
+    for (_, want, label, rel), answer in zip(cases, answers):
+        got = answer if answer == "none" else [float(v) for v in answer.split()]
+        if not close(got, want, rel):
+            failures += 1
+            print("MISMATCH %s: got %s want %s" % (label, got, want))
+    print("%d cases, %d mismatches" % (len(cases), failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
