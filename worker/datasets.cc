@@ -1,45 +1,69 @@
-// Dataset discovery with std::filesystem.
+// Dataset discovery: each subdirectory is checked against its manifest before it is advertised.
 #include "worker/datasets.h"
 
 #include <algorithm>
 #include <filesystem>
+
+#include "trainer/data/dataset_manifest.h"
 
 namespace ablate::worker {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool HasShard(const fs::path& dir, const std::string& prefix) {
+std::string Problem(const fs::path& dir) {
   std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.starts_with(prefix) && name.ends_with(".bin") && e.is_regular_file(ec)) return true;
+  if (!fs::exists(dir / kManifestFile, ec)) {
+    return "no manifest.json (make one with `ablate-data encode` or `ablate-data fetch`)";
   }
-  return false;
+  Result<DatasetManifest> m = ReadManifest(dir.string());
+  if (!m.ok()) return m.error().message;
+  Status s = VerifyDataset(dir.string(), *m, VerifyDepth::kHeaders);
+  return s.ok() ? "" : s.message();
+}
+
+std::string Glob(const std::string& data_dir, const std::string& dataset, bool train) {
+  std::string dir = data_dir + "/" + dataset;
+  Result<DatasetManifest> m = ReadManifest(dir);
+  DatasetManifest fallback;
+  const DatasetManifest& use = m.ok() ? *m : fallback;
+  return dir + "/" + (train ? use.train_pattern : use.val_pattern);
 }
 
 }  // namespace
 
-std::vector<std::string> ListDatasets(const std::string& data_dir) {
-  std::vector<std::string> names;
+std::vector<DatasetCheck> CheckDatasets(const std::string& data_dir) {
+  std::vector<DatasetCheck> out;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(data_dir, ec)) {
-    if (!e.is_directory(ec)) continue;
-    if (!fs::is_regular_file(e.path() / "manifest.json", ec)) continue;
-    if (HasShard(e.path(), "train_") && HasShard(e.path(), "val_")) {
-      names.push_back(e.path().filename().string());
+    std::string name = e.path().filename().string();
+    if (name.starts_with(".") || !e.is_directory(ec)) continue;
+    out.push_back({name, Problem(e.path())});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const DatasetCheck& a, const DatasetCheck& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<std::string> ListDatasets(const std::string& data_dir,
+                                      const std::function<void(std::string_view)>& log) {
+  std::vector<std::string> names;
+  for (const DatasetCheck& c : CheckDatasets(data_dir)) {
+    if (c.problem.empty()) {
+      names.push_back(c.name);
+    } else if (log) {
+      log("dataset " + c.name + " in " + data_dir + " is not advertised: " + c.problem);
     }
   }
-  std::sort(names.begin(), names.end());
   return names;
 }
 
 std::string TrainGlob(const std::string& data_dir, const std::string& dataset) {
-  return data_dir + "/" + dataset + "/train_*.bin";
+  return Glob(data_dir, dataset, /*train=*/true);
 }
 
 std::string ValGlob(const std::string& data_dir, const std::string& dataset) {
-  return data_dir + "/" + dataset + "/val_*.bin";
+  return Glob(data_dir, dataset, /*train=*/false);
 }
 
 }  // namespace ablate::worker

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     for (const auto& g : *gpus) *hello.add_gpus() = g;
     hello.set_cpu_slots(f.cpu_slots);
     hello.set_trainer_version(version);
-    for (const std::string& d : ListDatasets(f.data_dir)) hello.add_datasets(d);
+    for (const std::string& d : ListDatasets(f.data_dir, LogLine)) hello.add_datasets(d);
     for (const auto& h : core_ptr->Held()) *hello.add_running() = h;
     return hello;
   };

@@ -1,12 +1,11 @@
-// Pure worker logic: batching, trainer event translation, exit classification, GPU and dataset
-// discovery.
+// Pure worker logic: batching, trainer event translation, exit classification, GPU discovery.
+// (Dataset discovery: datasets_test.cc.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "tests/util/subprocess.h"
 #include "worker/batcher.h"
-#include "worker/datasets.h"
 #include "worker/gpu_probe.h"
 #include "worker/trainer_events.h"
 
@@ -158,21 +157,6 @@ TEST(GpuProbeTest, SelectsBySpec) {
   EXPECT_EQ((*some)[1].model(), "C");
   EXPECT_EQ(SelectGpus(found, "5").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(SelectGpus(found, "x").status().code(), absl::StatusCode::kInvalidArgument);
-}
-
-TEST(DatasetsTest, ListsOnlyCompleteDatasets) {
-  ablate::testing::TempDir dir;
-  auto make = [&](const std::string& name, std::vector<std::string> files) {
-    std::filesystem::create_directories(dir.path() + "/" + name);
-    for (const std::string& f : files) ablate::testing::WriteFile(dir.path() + "/" + name + "/" + f, "x");
-  };
-  make("good", {"manifest.json", "train_000.bin", "val_000.bin"});
-  make("also", {"manifest.json", "train_001.bin", "train_002.bin", "val_000.bin"});
-  make("no_manifest", {"train_000.bin", "val_000.bin"});
-  make("no_val", {"manifest.json", "train_000.bin"});
-  EXPECT_EQ(ListDatasets(dir.path()), (std::vector<std::string>{"also", "good"}));
-  EXPECT_TRUE(ListDatasets(dir.path() + "/missing").empty());
-  EXPECT_EQ(TrainGlob("/d", "x"), "/d/x/train_*.bin");
 }
 
 }  // namespace

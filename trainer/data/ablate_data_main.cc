@@ -2,7 +2,11 @@
 //   ablate-data encode INPUT... --out DIR [--val-fraction F] [--shard-tokens N]
 //                      [--doc-separator LINE]      (rules in corpus_encoder.h)
 //   ablate-data inspect SHARD... [--json] [--bos auto|N] [--vocab V] [--top K]
-// Exit codes: 0 ok, 2 usage, 3 bad input (the message names the file and byte offset).
+//   ablate-data fetch DATASET --shards N --dest DIR [--base-url URL] [--retries R]
+//                     [--backoff-ms MS] [--json]   (rules in shard_fetcher.h)
+//   ablate-data verify DIR [--checksums] [--json]
+// Exit codes: 0 ok, 2 usage, 3 bad input (the message names the file and byte offset),
+// 4 a shard could not be fetched (the message names the shard and the cause).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "trainer/data/corpus_encoder.h"
+#include "trainer/data/fetch_command.h"
 #include "trainer/data/shard_reader.h"
 #include "trainer/data/token_stats.h"
 
@@ -121,8 +126,45 @@ int RunInspect(const InspectFlags& f) {
   return 0;
 }
 
+struct VerifyFlags {
+  std::string dir;
+  bool checksums = false;
+  bool json = false;
+};
+
+CLI::App* AddFetch(CLI::App& app, FetchFlags& f) {
+  CLI::App* fetch = app.add_subcommand(
+      "fetch", "download a published dataset's val shard and first N train shards");
+  fetch->add_option("dataset", f.dataset, "dataset name (fineweb10B)")->required();
+  fetch->add_option("--shards", f.shards, "train shards to fetch (fineweb10B: 1..103)")
+      ->required();
+  fetch->add_option("--dest", f.dest,
+                    "data directory (a worker's --data-dir); files go to DEST/DATASET")
+      ->required();
+  fetch->add_option("--base-url", f.base_url,
+                    "a mirror holding the same files (default: the dataset's Hugging Face "
+                    "location); file:// works too");
+  fetch->add_option("--retries", f.retries, "further tries per shard after a failure (default 5)");
+  fetch->add_option("--backoff-ms", f.backoff_ms,
+                    "wait before the first retry; doubles each retry (default 1000)");
+  fetch->add_option("--max-backoff-ms", f.max_backoff_ms, "longest wait (default 60000)");
+  fetch->add_option("--stall-timeout-s", f.stall_timeout_s,
+                    "cut and retry a transfer that receives nothing this long (default 60)");
+  fetch->add_flag("--json", f.json, "a summary object on stdout");
+  return fetch;
+}
+
+CLI::App* AddVerify(CLI::App& app, VerifyFlags& f) {
+  CLI::App* verify = app.add_subcommand(
+      "verify", "check a dataset directory against its manifest.json (exit 3 if it differs)");
+  verify->add_option("dir", f.dir, "dataset directory")->required();
+  verify->add_flag("--checksums", f.checksums, "also compare every shard's SHA-256 (reads all)");
+  verify->add_flag("--json", f.json, "a summary object on stdout");
+  return verify;
+}
+
 int Main(int argc, char** argv) {
-  CLI::App app{"ablate-data: encode text into token shards and inspect shards"};
+  CLI::App app{"ablate-data: make, fetch, check and inspect token shard datasets"};
   app.require_subcommand(1);
   EncodeOptions enc;
   CLI::App* encode = app.add_subcommand("encode", "text files -> byte-level token shards");
@@ -141,12 +183,18 @@ int Main(int argc, char** argv) {
                                          "50256) or an id");
   inspect->add_option("--vocab", insp.vocab, "fail (exit 3) on a token >= this; 0 = no check");
   inspect->add_option("--top", insp.top, "histogram size (default 10)");
+  FetchFlags fetch_flags;
+  CLI::App* fetch = AddFetch(app, fetch_flags);
+  VerifyFlags verify_flags;
+  CLI::App* verify = AddVerify(app, verify_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   if (encode->parsed()) return RunEncode(enc);
+  if (fetch->parsed()) return RunFetch(fetch_flags);
+  if (verify->parsed()) return RunVerify(verify_flags.dir, verify_flags.checksums, verify_flags.json);
   return RunInspect(insp);
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "trainer/data/dataset_manifest.h"
 #include "trainer/data/shard_reader.h"
 #include "trainer/data/shard_writer.h"
 
@@ -50,22 +51,28 @@ Result<std::string> ReadFile(const std::string& path) {
 }
 
 // One split's token stream written as shards `<prefix>_NNNNNN.bin`; returns their manifest rows.
-Result<J> WriteSplit(const std::vector<uint16_t>& stream, const std::string& prefix,
-                     const EncodeOptions& o) {
-  J rows = J::array();
+Result<std::vector<ShardEntry>> WriteSplit(const std::vector<uint16_t>& stream,
+                                           const std::string& prefix, const EncodeOptions& o) {
+  std::vector<ShardEntry> rows;
   for (int64_t start = 0, i = 0; start < static_cast<int64_t>(stream.size()); ++i) {
     int64_t n = std::min<int64_t>(o.shard_tokens, static_cast<int64_t>(stream.size()) - start);
     char name[64];
     std::snprintf(name, sizeof(name), "%s_%06lld.bin", prefix.c_str(), static_cast<long long>(i));
     std::span<const uint16_t> part(stream.data() + start, static_cast<size_t>(n));
-    Status s = WriteShard((fs::path(o.out_dir) / name).string(), part);
+    std::string path = (fs::path(o.out_dir) / name).string();
+    Status s = WriteShard(path, part);
     if (!s.ok()) return s.error();
-    int64_t docs = std::count(part.begin(), part.end(), kByteBosToken);
-    rows.push_back({{"name", name}, {"split", prefix}, {"tokens", n}, {"documents", docs},
-                    {"bytes", kShardHeaderBytes + 2 * n}});
+    Result<ShardDigest> digest = DigestShard(path);
+    if (!digest.ok()) return digest.error();
+    rows.push_back({name, prefix, n, kShardHeaderBytes + 2 * n, digest->sha256});
     start += n;
   }
   return rows;
+}
+
+// "debian-text" for "data/debian-text", "data/debian-text/" and "." inside it.
+std::string DirectoryName(const std::string& dir) {
+  return (fs::absolute(dir) / "").lexically_normal().parent_path().filename().string();
 }
 
 Status CheckOptions(const EncodeOptions& o) {
@@ -146,25 +153,24 @@ Result<J> EncodeCorpus(const EncodeOptions& o) {
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) return Error{"cannot create " + o.out_dir + ": " + ec.message(), ""};
-  Result<J> train_rows = WriteSplit(train, "train", o);
+  Result<std::vector<ShardEntry>> train_rows = WriteSplit(train, "train", o);
   if (!train_rows.ok()) return train_rows.error();
-  Result<J> val_rows = WriteSplit(val, "val", o);
+  Result<std::vector<ShardEntry>> val_rows = WriteSplit(val, "val", o);
   if (!val_rows.ok()) return val_rows.error();
-  J shards = *train_rows;
-  for (const J& row : *val_rows) shards.push_back(row);
-  J manifest = {{"tokenizer", "bytes"},
-                {"vocab_size", kByteVocabSize},
-                {"bos_token", kByteBosToken},
-                {"val_fraction", o.val_fraction},
-                {"doc_separator", o.doc_separator.empty() ? "auto" : o.doc_separator},
-                {"inputs", inputs},
-                {"documents", {{"train", total - n_val}, {"val", n_val}}},
-                {"tokens", {{"train", train.size()}, {"val", val.size()}}},
-                {"shards", shards}};
-  std::ofstream out(fs::path(o.out_dir) / "manifest.json");
-  out << manifest.dump(2) << "\n";
-  if (!out) return Error{"cannot write " + o.out_dir + "/manifest.json", ""};
-  return manifest;
+  DatasetManifest m;
+  m.shards = *train_rows;
+  m.shards.insert(m.shards.end(), val_rows->begin(), val_rows->end());
+  m.fields = {{"name", DirectoryName(o.out_dir)},
+              {"source", "ablate-data encode"},
+              {"tokenizer", "bytes"},
+              {"vocab_size", kByteVocabSize},
+              {"bos_token", kByteBosToken},
+              {"val_fraction", o.val_fraction},
+              {"doc_separator", o.doc_separator.empty() ? "auto" : o.doc_separator},
+              {"inputs", inputs},
+              {"documents", {{"train", total - n_val}, {"val", n_val}}}};
+  if (Status w = WriteManifest(o.out_dir, m); !w.ok()) return w.error();
+  return ManifestJson(m);
 }
 
 }  // namespace ablate

@@ -44,12 +44,13 @@ struct EncodeOptions {
   std::string doc_separator;  // empty = automatic
 };
 
-// Encodes the inputs and writes the shards and manifest.json. Returns the manifest:
-// {"tokenizer": "bytes", "vocab_size": 257, "bos_token": 256, "val_fraction", "doc_separator",
-//  "inputs": [{"path", "bytes", "documents"}], "documents": {"train", "val"},
-//  "tokens": {"train", "val"}, "shards": [{"name", "split", "tokens", "documents", "bytes"}]}
-// where a shard's "documents" counts the BOS tokens in it. Errors: unreadable input (named),
-// no documents, too few documents for a val split, bad options, unwritable output.
+// Encodes the inputs and writes the shards and manifest.json (dataset_manifest.h, with the
+// SHA-256 of every shard). Returns the manifest: the common fields plus
+// {"name": <out_dir's name>, "source": "ablate-data encode", "tokenizer": "bytes",
+//  "vocab_size": 257, "bos_token": 256, "val_fraction", "doc_separator",
+//  "inputs": [{"path", "bytes", "documents"}], "documents": {"train", "val"}}.
+// Errors: unreadable input (named), no documents, too few documents for a val split, bad
+// options, unwritable output.
 Result<nlohmann::json> EncodeCorpus(const EncodeOptions& options);
 
 }  // namespace ablate
