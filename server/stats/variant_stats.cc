@@ -2,7 +2,6 @@
 #include "server/stats/variant_stats.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <utility>
 
@@ -93,7 +92,7 @@ MetricComparison CompareMetric(std::span<const RunOutcome> variant,
   if (!a.empty() && !b.empty()) c.difference = SampleMean(a) - SampleMean(b);
   c.welch = WelchTest(a, b);
   c.paired = PairedBySeed(variant, baseline, metric);
-  c.underpowered = !c.welch || c.welch->ci_half_width > std::fabs(c.welch->difference);
+  c.underpowered = c.n_variant < kMinRunsToTell || c.n_baseline < kMinRunsToTell;
   return c;
 }
 

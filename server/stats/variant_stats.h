@@ -47,14 +47,18 @@ enum class Metric { kFinalValLoss, kTimeToTarget };
 // The values of `metric` that enter the statistics (see the file comment), in input order.
 std::vector<double> MetricValues(std::span<const RunOutcome> runs, Metric metric);
 
+// Fewest values of a metric on each side for a comparison to tell anything. With 2 runs a side
+// the Welch test has at most 2 degrees of freedom (t critical 4.3 to 12.7), so only a difference
+// many seed-standard-deviations wide could show; 3 is the floor below which we do not judge.
+inline constexpr int kMinRunsToTell = 3;
+
 // One metric of a variant against the baseline. difference = mean(variant) - mean(baseline)
 // (negative is better for both metrics).
 //
-// underpowered is true when the data cannot tell the observed difference from none:
-//   * either side has fewer than 2 values of the metric (no Welch test, no CI), or
-//   * the Welch 95% CI half-width is strictly greater than |difference|, i.e. the CI of the
-//     difference strictly contains 0 (equivalently, roughly, Welch p > 0.05).
-// With zero standard error the half-width is 0 and the flag is false (the data have no noise).
+// underpowered is true when n is too small to tell: either side has fewer than kMinRunsToTell
+// values of the metric. It does not depend on the outcome: a well-sampled comparison whose CI
+// straddles 0 is "no difference", not underpowered (its CI says how large a difference could
+// still hide).
 struct MetricComparison {
   int n_variant = 0;
   int n_baseline = 0;

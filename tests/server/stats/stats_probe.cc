@@ -5,6 +5,12 @@
 //   less MU ; X...       -> t p                               (one-sample, alternative less)
 //   ci X...              -> n mean ci_half_width              ("n mean" / "n" when undefined)
 //   holm P...            -> the adjusted p-values
+//   variant F R T ...    -> runs as (final loss, reached 0/1, time ms) triples; prints
+//                           n n_reached, then n mean ci_half_width of the loss and of the time
+//                           (nan where undefined)
+//   cmptime A... ; B...  -> CompareMetric on time to target of two such run lists: the Welch
+//                           fields as for welch (or "none")
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -15,6 +21,7 @@
 #include "server/stats/holm.h"
 #include "server/stats/sample_stats.h"
 #include "server/stats/t_tests.h"
+#include "server/stats/variant_stats.h"
 
 namespace ablate {
 namespace {
@@ -36,8 +43,39 @@ void PrintTest(const std::optional<TTestResult>& r) {
   PrintAll({r->t, r->p_value, r->df, r->difference, r->ci_half_width});
 }
 
+std::vector<RunOutcome> Outcomes(const std::vector<double>& triples) {
+  std::vector<RunOutcome> runs;
+  for (size_t i = 0; i + 2 < triples.size(); i += 3) {
+    RunOutcome r;
+    r.seed = static_cast<int>(i / 3);
+    r.final_val_loss = triples[i];
+    r.reached_target = triples[i + 1] != 0;
+    r.time_to_target_ms = triples[i + 2];  // ignored unless reached, as for stored runs
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+void AppendSample(const SampleStats& s, std::vector<double>& out) {
+  const double nan = std::nan("");
+  out.insert(out.end(), {static_cast<double>(s.n), s.mean.value_or(nan),
+                         s.ci_half_width.value_or(nan)});
+}
+
+void PrintVariant(const std::vector<double>& triples) {
+  const VariantStats s = SummarizeVariant(Outcomes(triples));
+  std::vector<double> out = {static_cast<double>(s.n), static_cast<double>(s.n_reached)};
+  AppendSample(s.final_val_loss, out);
+  AppendSample(s.time_to_target_ms, out);
+  PrintAll(out);
+}
+
 void Answer(const std::string& kind, const std::string& left, const std::string& right) {
   const std::vector<double> a = Numbers(left), b = Numbers(right);
+  if (kind == "variant") return PrintVariant(a);
+  if (kind == "cmptime") {
+    return PrintTest(CompareMetric(Outcomes(a), Outcomes(b), Metric::kTimeToTarget).welch);
+  }
   if (kind == "welch") return PrintTest(WelchTest(a, b));
   if (kind == "paired") return PrintTest(PairedTest(a, b));
   if (kind == "holm") return PrintAll(HolmAdjust(a));

@@ -237,7 +237,7 @@ TEST(CompareTest, PairedWhenSeedsMatch) {
   ExpectRel(c.welch->p_value, 0.10724300510884423);
   ExpectRel(c.welch->ci_half_width, 0.0010284111488081057);
   ExpectRel(c.paired->p_value, 0.0022575225715793018);
-  EXPECT_TRUE(c.underpowered);  // Welch CI half-width 0.00103 > |diff| 0.00082
+  EXPECT_FALSE(c.underpowered);  // 6 runs a side; the CI straddling 0 is not a power problem
   const MetricComparison shifted =
       CompareMetric(Runs(kPairA, 100), baseline, Metric::kFinalValLoss);
   EXPECT_FALSE(shifted.paired);  // different seeds: no pairing
@@ -248,6 +248,22 @@ TEST(CompareTest, UnderpoweredWithOneRun) {
   EXPECT_FALSE(c.welch);
   EXPECT_TRUE(c.underpowered);
   ASSERT_TRUE(c.difference);
+}
+
+TEST(CompareTest, UnderpoweredBelowThreeRunsASide) {
+  const std::vector<double> two = {3.2790, 3.2801};
+  const MetricComparison c = CompareMetric(Runs(two), Runs(kPairB), Metric::kFinalValLoss);
+  ASSERT_TRUE(c.welch);  // a test exists at n = 2 ...
+  EXPECT_TRUE(c.underpowered);  // ... but is too weak to judge
+  EXPECT_FALSE(CompareMetric(Runs(kSmallA), Runs(kPairB), Metric::kFinalValLoss).underpowered);
+}
+
+TEST(VariantStatsTest, AllReached) {
+  const VariantStats s = SummarizeVariant(Runs({3.270, 3.275, 3.279}));
+  EXPECT_EQ(s.n_reached, 3);
+  EXPECT_EQ(*s.reached_fraction, 1.0);
+  EXPECT_EQ(s.time_to_target_ms.n, 3);
+  EXPECT_EQ(*s.time_to_target_ms.mean, 151000.0);
 }
 
 TEST(CompareTest, SweepHolmOverAblationsWithATest) {

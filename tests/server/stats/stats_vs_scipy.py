@@ -1,5 +1,6 @@
 """Live check of server/stats against scipy: generates cases (Welch, paired, one-sample 'less',
-CI bounds, Holm, with n = 1, zero variance, identical samples and huge n), runs them through
+CI bounds, Holm, per-variant summaries and time comparisons with none, some and all runs
+reaching the target, with n = 1, zero variance, identical samples and huge n), runs them through
 stats_probe and compares at 1e-9 relative. Exit 77 (ctest skip) when scipy is missing.
 
 Usage: stats_vs_scipy.py PATH/TO/stats_probe
@@ -67,6 +68,45 @@ def ci_ref(x):
     return [n, np.mean(x), stats.t.ppf(0.975, n - 1) * np.std(x, ddof=1) / math.sqrt(n)]
 
 
+def runs_text(runs):
+    return fmt([v for r in runs for v in (r[0], 1.0 if r[1] else 0.0, r[2])])
+
+
+def variant_ref(runs):
+    """n, n_reached, then (n, mean, CI half-width) of final loss over all runs and of time over
+    reached runs only: a run that never reached the target has no time to average."""
+    out = [len(runs), sum(1 for r in runs if r[1])]
+    for xs in ([r[0] for r in runs], [r[2] for r in runs if r[1]]):
+        c = ci_ref(xs)
+        out += c + [math.nan] * (3 - len(c))
+    return out
+
+
+def cmptime_ref(a, b):
+    ta, tb = [r[2] for r in a if r[1]], [r[2] for r in b if r[1]]
+    return "none" if len(ta) < 2 or len(tb) < 2 else welch_ref(ta, tb)
+
+
+def random_runs(rng, n, reach_prob):
+    return [(3.28 + 0.003 * rng.standard_normal(), bool(rng.uniform() < reach_prob),
+             150000 + 3000 * rng.standard_normal()) for _ in range(n)]
+
+
+def outcome_cases(rng):
+    cases = []
+    probs = [0.0, 0.3, 0.7, 1.0]  # none, some, most and all runs reached
+    for i in range(12):
+        runs = random_runs(rng, int(rng.integers(1, 10)), probs[i % 4])
+        cases.append(("variant " + runs_text(runs), variant_ref(runs),
+                      "variant reach=%.1f n=%d" % (probs[i % 4], len(runs))))
+    for i in range(10):
+        a = random_runs(rng, int(rng.integers(2, 10)), probs[i % 4])
+        b = random_runs(rng, int(rng.integers(2, 10)), probs[(i + 1) % 4])
+        cases.append(("cmptime %s ; %s" % (runs_text(a), runs_text(b)), cmptime_ref(a, b),
+                      "cmptime %d" % i, WELCH_REL))
+    return cases
+
+
 def build_cases(rng):
     cases = []  # (line, expected list or None for "check by rule", label)
     for i in range(20):
@@ -106,6 +146,7 @@ def build_cases(rng):
         ("less 3.28 ; 3.2", "none", "less n=1"),
         ("holm", [], "holm empty"),
     ]
+    cases += outcome_cases(rng)
     big_a = 3.2787 + 0.0018 * rng.standard_normal(50000)
     big_b = 3.2790 + 0.0017 * rng.standard_normal(40000)
     cases.append(("welch %s ; %s" % (fmt(big_a), fmt(big_b)), welch_ref(big_a, big_b), "welch huge n",
@@ -122,7 +163,10 @@ def close(got, want, rel):
         return False
     rels = rel if isinstance(rel, list) else [rel] * len(want)
     for g, w, r in zip(got, want, rels):
-        if math.isinf(w) or w == 0:
+        if math.isnan(w) or math.isnan(g):
+            if not (math.isnan(w) and math.isnan(g)):
+                return False
+        elif math.isinf(w) or w == 0:
             if not (g == w or abs(g - w) <= 1e-15):
                 return False
         elif abs(g - w) > r * abs(w) + 1e-300:
@@ -143,6 +187,9 @@ def main():
             failures += 1
             print("MISMATCH %s: got %s want %s" % (label, got, want))
     print("%d cases, %d mismatches" % (len(cases), failures))
+    if len(cases) < 50:
+        print("too few cases: %d < 50" % len(cases))
+        return 1
     return 1 if failures else 0
 
 

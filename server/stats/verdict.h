@@ -1,0 +1,41 @@
+// The verdict of an ablation against the baseline in one word or two, from the statistics of
+// variant_stats.h, and the paragraph that explains the method to a reader. Pure functions.
+#ifndef ABLATE_SERVER_STATS_VERDICT_H_
+#define ABLATE_SERVER_STATS_VERDICT_H_
+
+#include <string>
+
+#include "server/stats/variant_stats.h"
+
+namespace ablate {
+
+// Family-wise significance level of a verdict: Holm-adjusted Welch p across the sweep's ablations.
+inline constexpr double kVerdictAlpha = 0.05;
+
+// The verdict on one metric, first rule that applies:
+//   "never reached"  time only: the variant has runs (n > 0) and none reached the target
+//   "no data"        either side has no value of the metric
+//   "underpowered"   comparison.underpowered (fewer than kMinRunsToTell values on a side)
+//   "faster"/"slower" (time), "better"/"worse" (loss)
+//                    Holm-adjusted Welch p < kVerdictAlpha; the sign of the difference decides
+//   "no difference"  otherwise: the test ran on enough runs and found nothing at that level
+std::string MetricVerdict(const MetricComparison& comparison, Metric metric,
+                          const VariantStats& variant);
+
+// The verdict on both metrics. If either metric is significant, its words, time first
+// ("faster", "worse", "faster, worse"). Otherwise the more cautious of the two, in the order
+// "never reached", "underpowered", "no difference", "no data" ("no data" only when both say so).
+std::string CombinedVerdict(const std::string& time_verdict, const std::string& loss_verdict);
+
+// Verdicts of a variant that is not compared: the baseline itself, and every variant of a sweep
+// without a baseline (include_baseline: false).
+inline constexpr char kBaselineVerdict[] = "baseline";
+inline constexpr char kNoBaselineVerdict[] = "no baseline";
+
+// One paragraph for readers: how runs that never reached the target enter the statistics, which
+// tests run, and what the verdicts mean. `target_val_loss` in nats.
+std::string ComparisonMethodText(double target_val_loss);
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_STATS_VERDICT_H_
