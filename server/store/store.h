@@ -69,6 +69,27 @@ struct MetricCurve {
   std::vector<MetricPoint> points;  // step order; see DownsampleMinMax (downsample.h)
 };
 
+// One published speedrun record (migrations/0003_records.sql).
+struct Record {
+  std::string id;  // the record number, "21b" / "21c" for re-timings of #21
+  int number = 0;
+  std::string date;  // yyyy-mm-dd
+  double record_time_ms = 0;
+  std::optional<int64_t> steps;
+  std::optional<double> ms_per_step;
+  std::string description;
+  std::string source;  // folder (commit) in modded-nanogpt; "" when none
+  std::string preset;  // shipped preset reproducing it; "" when none
+};
+
+// A succeeded run with where it ran, for comparing runs across sweeps (records page).
+struct PlacedRun {
+  Run run;
+  std::string config_hash;  // of its variant (seed excluded)
+  int gpus_per_run = 0;     // of its sweep; 0 = one CPU slot
+  std::string gpu_model;    // first GPU of the worker of its succeeded attempt; "" if unknown
+};
+
 // Thread-safe: every method may be called from any thread. Writes are queued to one writer
 // thread that commits several of them per transaction; a write call returns once its own write
 // is committed (or with its own error, leaving the store unchanged by it). Reads run on pooled
@@ -178,6 +199,13 @@ class Store {
   // the sweep and its sweep-level events. limit 0 = no limit.
   absl::StatusOr<std::vector<Event>> ListEvents(int64_t sweep_id, int64_t run_id, int64_t after_id,
                                                 int limit) const;
+
+  // --- Records and cross-sweep queries (store_records.cc) ------------------------------------
+  // The published records, oldest first (by date, then number, then id).
+  absl::StatusOr<std::vector<Record>> ListRecords() const;
+  // Succeeded runs of every variant whose config hash is in `config_hashes`, in run id order.
+  absl::StatusOr<std::vector<PlacedRun>> ListSucceededRunsByConfigHash(
+      const std::vector<std::string>& config_hashes) const;
 
  private:
   Store(std::string path, StoreOptions options, int schema_version,

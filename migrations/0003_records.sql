@@ -1,0 +1,112 @@
+-- The speedrun's published record history (DESIGN §6.3): every row of the README's "World record
+-- history" table (track 1, target 3.28 val loss) as of modded-nanogpt f411b3d, 2026-08-01.
+--   id             the record number, with b, c for the re-timings of #21 ("21", "21b", "21c")
+--   number         the record number (#21 appears three times)
+--   date           ISO yyyy-mm-dd
+--   record_time_ms the README's official time in minutes x 60000 (official (re)timings can differ
+--                  from the attached logs)
+--   steps          steps of the last val_loss line of the record's log; NULL where there is no log
+--   ms_per_step    that line's step_avg in ms; NULL where unknown. For a few records the log was
+--                  picked from a folder the README cites, or is slower than the official time.
+--   source         the record's folder in records/track_1_short/ with the commit that added it
+--   preset         the shipped preset that reproduces the record (trainer/config/presets.cc)
+
+ALTER TABLE records ADD COLUMN number INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE records ADD COLUMN ms_per_step REAL;
+
+-- Runs of a record preset are found across sweeps by their variant's config hash.
+CREATE INDEX variants_by_config_hash ON variants (config_hash);
+
+INSERT INTO records (id, number, date, record_time_ms, steps, ms_per_step, description, source,
+                     preset) VALUES
+  ('1', 1, '2024-05-28', 2700000, 19560, 140, 'llm.c GPT-2 baseline, AdamW, 10.26B tok, final 3.2722', 'llmc/main.log (8ab318c5)', ''),
+  ('2', 2, '2024-06-06', 1884000, 9536, NULL, 'tuned AdamW lr 0.0018 + RoPE (final 3.2760)', 'AdamW (code 3e48a54c)', ''),
+  ('3', 3, '2024-10-04', 1494000, 7000, NULL, 'Muon introduced ("OrthogonalNesterov"); no log', 'code cd06e200 (c26c2a18)', ''),
+  ('4', 4, '2024-10-11', 1338000, 6200, 216.3, 'Muon improvements', 'Muon (b356a1fb)', ''),
+  ('5', 5, '2024-10-14', 912000, 5100, 178.9, 'vocab padded to 50304, ReLU², zero-init proj, QK-norm, head_dim 128', 'ModernArch (ff15604e)', ''),
+  ('6', 6, '2024-10-18', 786000, 5100, 153.8, 'Muon work split across ranks', 'DistributedMuon (528488d0)', ''),
+  ('7', 7, '2024-10-18', 720000, 5100, 141.8, 'PyTorch 2.5.0', 'PyTorch25 (2b78ab3b)', ''),
+  ('8', 8, '2024-11-03', 648000, 4578, 141.9, 'untied embed/head, RMSNorm after embed, zero-init head', 'UntieEmbed (11e39fb0)', 'r8-untied'),
+  ('9', 9, '2024-11-06', 492000, 3200, 154.8, 'value residual, embed shortcut, momentum warmup, tanh cap 30', 'ShortcutsTweaks/dd7304a6 (19fdab64)', 'r9-shortcuts'),
+  ('10', 10, '2024-11-08', 468000, 3242, 144.7, 'bf16 activations (CastedLinear)', 'CastBf16 (6671ed12)', ''),
+  ('11', 11, '2024-11-10', 432000, 3000, 145.0, 'U-net skips + 2x lr', 'UNetDoubleLr (551ec61a)', 'r11-unet'),
+  ('12', 12, '2024-11-19', 301800, 1875, 161.8, 'FlexAttention, 64K ctx, doc mask, window 1024', 'FlexAttention (ebce774d)', ''),
+  ('13', 13, '2024-11-24', 279600, 1750, 160.9, 'attention-window warmup', 'WindowWarmup (759b8fc7)', ''),
+  ('14', 14, '2024-12-04', 264600, 1530, 174.1, 'value embeddings', 'ValueEmbed (2305e1ed)', ''),
+  ('15', 15, '2024-12-08', 237000, 1480, 161.1, 'U-net value embeds, async all_gather Muon', 'UNetValueEmbedsTweaks (2035d87c)', ''),
+  ('16', 16, '2024-12-10', 228000, 1480, 157.5, 'split VEs, block-wise window, separate block mask', 'MFUTweaks (b6e0ae8e)', ''),
+  ('17', 17, '2024-12-17', 214200, 1490, 144.0, '3 VEs, half-truncated RoPE, no attn in layer 7', 'SparsifyEmbeds (f7b4b6e0)', ''),
+  ('18', 18, '2025-01-04', 204000, 1390, 148.1, 'softcap 30→15', 'SoftCap (ccc46863)', 'r18-softcap15'),
+  ('19', 19, '2025-01-13', 188520, 1395, 136.1, 'FP8 head, shifted (sigmoid) cap, lr floor 0.1', 'Fp8LmHead (3a725154)', ''),
+  ('20', 20, '2025-01-16', 179520, 1393, 129.8, 'merged QKV, long-short SWA, attn scale 0.12, Adam eps 1e-10, batched Muon', 'Sub3Min (86a2aa9f)', 'r20-sub3min'),
+  ('21', 21, '2025-01-26', 175980, 1770, 100.0, '48K tok/GPU batch, 256K val seq, FP8 scales, torch 2.7 nightly', 'BatchSize (3d0d5d20)', ''),
+  ('21b', 21, '2025-02-01', 179820, 1770, 101.6, '#21 re-timed under new timing rules', 'RuleTweak (83d0f145)', ''),
+  ('21c', 21, '2025-05-24', 180840, 1770, 102.2, '#21 re-timed, latest torch', 'StableTorch (225e6902)', ''),
+  ('22', 22, '2025-05-24', 179400, 1770, 101.3, 'faster gradient all-reduce', 'FasterReduce (519a1583)', ''),
+  ('23', 23, '2025-05-25', 178740, 1770, 101.0, 'overlap compute and grad comms', 'EvenFasterReduce (16648e0e)', ''),
+  ('24', 24, '2025-05-30', 177960, 1770, 100.5, 'reduce_scatter instead of all_reduce', 'noallreduce (afe0141e)', ''),
+  ('25', 25, '2025-07-13', 173760, 1770, 98.2, 'torch 2.9.0.dev20250713+cu126', 'UpgradeTorch190 (86f3ec41)', ''),
+  ('26', 26, '2025-07-13', 171780, 1750, 98.1, 'BOS-aligned batches, cooldown 0.45', 'BosAlign (72f449c1)', ''),
+  ('27', 27, '2025-07-18', 169020, 1750, 96.6, 'transposed MLP matrix, Triton symmetric matmul', 'TritonMuon (30d8a25a)', ''),
+  ('28', 28, '2025-08-23', 168720, 1695, 99.7, 'sparse attention gate', 'SparseAttnGate (30d8a25a)', ''),
+  ('29', 29, '2025-09-03', 163860, 1670, 98.0, 'FlashAttention-3, max_doc_len 2048', 'FA3 (83868119)', ''),
+  ('30', 30, '2025-09-05', 163020, 1705, 95.7, 'drop first MLP', 'SkipMLPBlocks (1d02940e)', ''),
+  ('31', 31, '2025-09-10', 159360, 1670, 95.4, 'YaRN in train and val', 'Yarn (34ae835a)', ''),
+  ('32', 32, '2025-09-11', 157500, 1670, 93.5, 'sigmoid skip gating, bf16, dist. opt', 'VectSigmoidBFloat16 (a96fbbd4)', ''),
+  ('33', 33, '2025-09-15', 153900, 1660, 92.8, 'async data, longer final window at val', 'AsyncDataLoadAttnFinalWindow (e8994818)', ''),
+  ('34', 34, '2025-09-18', 152820, 1645, 92.9, 'smear embeddings 1 token forward', 'Smear (d149ec4a)', ''),
+  ('35', 35, '2025-09-21', 151620, 1680, 90.2, 'drop first attn layer', 'DropAttn (2fe38e24)', ''),
+  ('36', 36, '2025-09-23', 149700, 1680, 89.2, 'Muon custom sizing', 'MuonCustomSizing (7d7952d2)', ''),
+  ('37', 37, '2025-09-27', 148980, 1680, 88.2, 'bf16 cross-entropy', 'BF16CE (b0945581)', ''),
+  ('38', 38, '2025-09-29', 148560, 1670, 89.0, 'Polar Express instead of NS', 'PolarExpress (9350f4d3)', ''),
+  ('39', 39, '2025-09-30', 146820, 2420, 60.7, 'Adam every 2nd step, batch 393K→262K', 'CustomBatching (218b14d1)', ''),
+  ('40', 40, '2025-10-04', 141480, 2330, 60.4, 'Backout, HP tuning', 'Backout (ba3e54f3)', ''),
+  ('41', 41, '2025-10-24', 140700, 2315, 60.7, 'NorMuon', 'NorMuon (9f0d8ca6)', ''),
+  ('42', 42, '2025-10-27', 138780, 2285, 61.2, 'NorMuon lr, step logic', 'FixMuonLR (edf5cdb7)', ''),
+  ('43', 43, '2025-11-10', 137040, 2245, 61.3, 'cautious weight decay with schedule', 'CautiousWD (29aefcfd)', ''),
+  ('44', 44, '2025-11-16', 136140, 2245, 61.3, 'Adam backward hooks', 'AdamSyncGradientHook (80d68aff)', ''),
+  ('45', 45, '2025-11-18', 134880, 2225, 60.6, 'refined skip arch', 'RefineSkip (a842249e)', ''),
+  ('46', 46, '2025-11-29', 132180, 2160, 61.2, 'batch-size schedule', 'BatchSizeSchedule (25500ab7)', ''),
+  ('47', 47, '2025-12-10', 131580, 2160, 60.8, 'attn lambda on weights', 'SALambdaOnWeights (960ad17d)', ''),
+  ('48', 48, '2025-12-11', 130200, 2160, 61.5, 'faster Muon, NorMuon axis', 'NorMuonOptimsAndFixes (b72cabd2)', ''),
+  ('49', 49, '2025-12-14', 128760, 2110, 61.1, 'partial key offset; 11 layers', 'PartialKeyOffset (28fda1ef)', ''),
+  ('50', 50, '2025-12-18', 127680, 2090, 60.8, 'cautious WD on Adam', 'CautiousWDAdam (49465ccd)', ''),
+  ('51', 51, '2025-12-19', 124500, 2035, 60.9, 're-tie embed/head', 'RetieLMHead (d8377c77)', ''),
+  ('52', 52, '2025-12-21', 122220, 2000, 61.0, 'smoothed scalars', 'SmoothedScalars (27ef9ef3)', ''),
+  ('53', 53, '2025-12-22', 119280, 1920, 62.3, 'multi-token prediction, untie at 2/3', 'MultiTokenPrediction (9060ff47)', ''),
+  ('54', 54, '2025-12-26', 116400, 1880, 62.0, 'logit rescale 23·σ((z+5)/7.5)', 'LogitRescale (0bf08b08)', ''),
+  ('55', 55, '2025-12-29', 115080, 1845, 62.0, 'gates on VE and skip', 'VeSkipGates (5a0486a2)', ''),
+  ('56', 56, '2025-12-31', 113640, 1825, 62.0, 'compiled Adam, gates to Adam', 'GatesToCompiledAdam (2e8e1655)', ''),
+  ('57', 57, '2026-01-04', 112680, 1840, 61.3, 'bf16 weights, mixed-precision Muon', 'MixedPrecisionInterweavedOptimizer (13badcf9)', ''),
+  ('58', 58, '2026-01-07', 109200, 1775, 61.2, 'paired head attention', 'PairedHeadAttention (44b9dd71)', ''),
+  ('59', 59, '2026-01-10', 106860, 1775, 60.0, 'fused linear+ReLU² kernel', 'FusedLinearReLUSquare (647d4980)', ''),
+  ('60', 60, '2026-01-16', 105900, 1775, 59.7, 'fused softcapped MTP CE kernel', 'FusedSoftcappedEntropy (0a43716d)', ''),
+  ('61', 61, '2026-01-18', 104880, 1765, 59.2, 'unified optimizers, transposed head', 'UnifiedOptimizers (71af6208)', ''),
+  ('62', 62, '2026-01-19', 99300, 1600, 61.3, 'bigram hash embedding', 'BigramHashEmbedding (93f0e6b9)', ''),
+  ('63', 63, '2026-01-26', 99000, 1575, 62.1, 'untie value embeds', 'UntieValueEmbeddings (5040a96b)', ''),
+  ('64', 64, '2026-01-30', 97800, 1555, 62.1, 'nonzero V/O init', 'MimeticValueOutput (5d2365f9)', ''),
+  ('65', 65, '2026-01-30', 96780, 1575, 62.1, 'VEs in one parameter', 'VeFused (c3b38161)', ''),
+  ('66', 66, '2026-01-31', 95700, NULL, NULL, 'torch 2.10 (no log)', '', ''),
+  ('67', 67, '2026-01-31', 92400, 1555, 59.8, 'softcap kernels, fused fp8 quant', 'ImprovedLMHead (7e09edba)', ''),
+  ('68', 68, '2026-01-31', 92100, 1555, 61.6, 'bigram hash on GPU', 'BigramHashH2D (3eb3a4d8)', ''),
+  ('69', 69, '2026-02-02', 91680, 1555, 61.7, 'kernel tuning', 'KernelTuning (866e243c)', ''),
+  ('70', 70, '2026-02-03', 91260, 1547, 61.6, 'VE layout, ve_gates', 'VeTuned (eb1b86aa)', ''),
+  ('71', 71, '2026-02-06', 90960, 1555, 61.2, 'sparse bigram grad comms', 'SparseBigramGradient (b893aeda)', ''),
+  ('72', 72, '2026-02-10', 89760, 1555, 59.8, 'higher min lr, max_seq_len schedule', 'ShortWindow (82179cb4)', ''),
+  ('73', 73, '2026-02-12', 89100, 1510, 60.5, 'partitioned hyperconnections', 'ParallelResiduals (699e93c8)', ''),
+  ('74', 74, '2026-02-16', 88080, 1490, 59.6, 'flattened forward', 'FlattenForward (20dd1582)', ''),
+  ('75', 75, '2026-02-23', 87180, 1490, 58.9, 'CE kernel', 'CrossEntropyKernel (e3f74f29)', ''),
+  ('76', 76, '2026-02-28', 86760, 1490, 59.3, 'backward transpose kernel', 'TransposeCopyBackward (ea75fb47)', ''),
+  ('77', 77, '2026-03-06', 86100, 1490, 58.5, 'one saved activation instead of HC', 'SimplifyHC (81730c30)', ''),
+  ('78', 78, '2026-03-22', 85560, 1490, 57.9, 'FA3 max_num_docs bound', 'VarlenMaxDocs (5845e941)', ''),
+  ('79', 79, '2026-04-04', 84660, 1490, 57.1, 'fused CE fwd+bwd', 'FuseCEFwdAndBwd (a8169da4)', ''),
+  ('80', 80, '2026-04-08', 84360, 1480, 62.6, 'Muon on Q/K per head pair', 'PairedHeadMuon (2c702746)', ''),
+  ('81', 81, '2026-04-22', 81780, 1415, 57.8, 'MUDD skip connections', 'MuddFormer/this_pr_v3 (0d28c5a7)', ''),
+  ('82', 82, '2026-04-29', 81180, 1450, 55.1, 'learnable XSA', 'XSAGatedLayers (25ec3536)', ''),
+  ('83', 83, '2026-05-20', 79680, 1480, 56.9, 'sign trick on bigram embed', 'BigramsSignTrick (2d218013)', ''),
+  ('84', 84, '2026-05-21', 79200, 1485, 56.5, 'FP8 MLP up-proj forward', 'FP8MLPUpProj (fc321551)', ''),
+  ('85', 85, '2026-05-27', 76260, 1335, 59.1, 'MUDD gates + light DC-MHA', 'MuddGatedAndDC (d0f2bc46)', ''),
+  ('86', 86, '2026-05-27', 75960, NULL, NULL, 'algebraic XSA rewrite (PR 317; no log)', '', ''),
+  ('87', 87, '2026-06-11', 75360, 1398, 55.8, 'faster ReLU² kernel etc.', 'RecursiveFromBest (afcd854f)', ''),
+  ('88', 88, '2026-07-13', 74580, 1375, 57.1, 'prefix-token-prediction aux loss', 'PrefixTokenPrediction/prefix-1375-8x (78502393)', ''),
+  ('89', 89, '2026-07-17', 73800, 1390, 57.2, 'FP8 MLP down-proj, delayed scaling', 'FP8DownProjection (57a65f15)', '');
