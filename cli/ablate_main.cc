@@ -89,6 +89,25 @@ int main(int argc, char** argv) {
   up->add_option("--lease-ms", up_opts.lease_ms, "worker lease")->capture_default_str();
   CLI::App* knobs = app.add_subcommand(
       "knobs", "list every trainer knob: type, default, range, meaning (no server needed)");
+  std::string metric = "both", format, out_path = "-";
+  bool csv = false;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "per-variant statistics vs the baseline: means, 95% CIs, Holm-corrected p");
+  AddId(compare, &id, "sweep");
+  compare->add_option("--metric", metric, "time|loss|both")->capture_default_str();
+  compare->add_flag("--csv", csv, "print CSV (every statistic, for notebooks)");
+  compare->add_flag("--json", opts.json, "print JSON");
+  CLI::App* records = app.add_subcommand(
+      "records", "the speedrun's published records beside this cluster's runs of the presets");
+  records->add_flag("--csv", csv, "print CSV");
+  records->add_flag("--json", opts.json, "print JSON");
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "every run of a sweep with its summary and full curves (csv or jsonl)");
+  AddId(export_cmd, &id, "sweep");
+  export_cmd->add_option("--format", format, "csv (one line per metric point) or jsonl (one "
+                                             "object per run, with config and attempts)")
+      ->required();
+  export_cmd->add_option("--out", out_path, "output file, - for stdout")->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -121,5 +140,8 @@ int main(int argc, char** argv) {
   if (watch->parsed()) return ablate::WatchCommand(c, id);
   if (cancel->parsed()) return ablate::CancelCommand(c, id);
   if (workers->parsed()) return ablate::WorkersCommand(c);
+  if (compare->parsed()) return ablate::CompareCommand(c, id, metric, csv);
+  if (records->parsed()) return ablate::RecordsCommand(c, csv);
+  if (export_cmd->parsed()) return ablate::ExportCommand(c, id, format, out_path);
   return ablate::kExitUsage;
 }

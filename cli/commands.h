@@ -19,6 +19,15 @@ int RunCommand(Client& c, int64_t id);
 int WatchCommand(Client& c, int64_t id);
 int CancelCommand(Client& c, int64_t id);
 int WorkersCommand(Client& c);
+// Statistics per variant against the baseline; metric is "time", "loss" or "both"
+// (compare_command.cc). Table, or CSV with `csv`, or JSON with --json.
+int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool csv);
+// Published records beside this cluster's runs of the record presets (records_command.cc).
+int RecordsCommand(Client& c, bool csv);
+// Every run's summary and full curve; format "csv" or "jsonl"; out_path "" or "-" = stdout
+// (export_command.cc).
+int ExportCommand(Client& c, int64_t sweep_id, const std::string& format,
+                  const std::string& out_path);
 
 struct UpOptions {
   std::string data_dir;              // coordinator DB, worker work dir, datasets/

@@ -54,6 +54,13 @@ class AblateServiceImpl final : public v1::AblateService::Service {
                            v1::ListWorkersResponse* resp) override;
   grpc::Status ListPresets(grpc::ServerContext* ctx, const v1::ListPresetsRequest* req,
                            v1::ListPresetsResponse* resp) override;
+  // Defined in ablate_service_compare.cc (views built by compare_queries.h).
+  grpc::Status CompareSweep(grpc::ServerContext* ctx, const v1::CompareSweepRequest* req,
+                            v1::CompareSweepResponse* resp) override;
+  grpc::Status ListRecords(grpc::ServerContext* ctx, const v1::ListRecordsRequest* req,
+                           v1::ListRecordsResponse* resp) override;
+  grpc::Status ExportSweep(grpc::ServerContext* ctx, const v1::ExportSweepRequest* req,
+                           grpc::ServerWriter<v1::ExportedRun>* writer) override;
 
  private:
   // Fills `out` with the sweep and its run counts; with `full`, also variants and spec text.

@@ -1,0 +1,131 @@
+// `ablate records`: the speedrun's published record history, and this cluster's own runs of the
+// record presets beside the published times (ListRecords), as tables, CSV or JSON.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/csv.h"
+#include "cli/table.h"
+
+namespace ablate {
+namespace {
+
+// Minutes as the README writes them: up to 3 decimals, trailing zeros dropped ("45", "2.992").
+std::string Minutes(double ms) {
+  std::string text = FormatDouble(ms / 60000.0, 3);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
+void PrintRecords(const v1::ListRecordsResponse& r) {
+  Table t({"#", "DATE", "TIME (min)", "STEPS", "MS/STEP", "PRESET", "CHANGE"});
+  for (const v1::RecordRow& row : r.records()) {
+    const v1::Record& rec = row.record();
+    t.AddRow({rec.id(), rec.date(), Minutes(rec.record_time_ms()),
+              rec.has_steps() ? std::to_string(rec.steps()) : "-",
+              rec.has_ms_per_step() ? FormatDouble(rec.ms_per_step(), 1) : "-",
+              rec.preset().empty() ? "-" : rec.preset(), rec.description()});
+  }
+  t.Print(std::cout);
+}
+
+std::string Seconds(bool has, double ms) { return has ? FormatDouble(ms / 1000.0, 2) : "-"; }
+
+void PrintOwnRuns(const v1::ListRecordsResponse& r) {
+  Table t({"#", "PRESET", "PUBLISHED (s)", "SCALE", "HARDWARE", "RUNS", "REACHED",
+           "TIME TO TARGET (s)", "VAL LOSS (nats)", "× PUBLISHED"});
+  for (const v1::RecordRow& row : r.records()) {
+    const v1::Record& rec = row.record();
+    for (const v1::OwnRecordRuns& own : row.own_runs()) {
+      t.AddRow({rec.id(), rec.preset(), Seconds(true, rec.record_time_ms()), own.scale(),
+                own.hardware(), std::to_string(own.n()),
+                std::to_string(own.n_reached()) + "/" + std::to_string(own.n()),
+                Seconds(own.has_mean_time_to_target_ms(), own.mean_time_to_target_ms()),
+                own.has_mean_final_val_loss() ? FormatDouble(own.mean_final_val_loss(), 4) : "-",
+                own.has_ratio_to_published() ? FormatDouble(own.ratio_to_published(), 3) : "-"});
+    }
+  }
+  std::cout << "\nThis cluster's runs of the record presets (succeeded runs of the preset with no "
+               "change, by scale and hardware):\n";
+  if (t.empty()) {
+    std::cout << "none yet; submit a sweep whose baseline is a preset, e.g. "
+                 "baseline: {preset: r20-sub3min, scale: tiny}\n";
+    return;
+  }
+  t.Print(std::cout);
+  std::cout << "TIME TO TARGET is the mean over the runs that reached the preset's target (runs "
+               "that never reached it are in RUNS, not in the mean); × PUBLISHED is that mean / "
+               "the published record time. Small and tiny scales train a smaller model on other "
+               "data, so their ratios are not speedrun times.\n";
+}
+
+constexpr const char* kCsvHeader =
+    "id,number,date,record_time_ms,steps,ms_per_step,description,source,preset,"
+    "own_scale,own_hardware,own_n,own_n_reached,own_mean_time_to_target_ms,"
+    "own_mean_final_val_loss,own_ratio_to_published\n";
+
+std::vector<std::string> RecordCells(const v1::Record& rec) {
+  return {CsvText(rec.id()),
+          std::to_string(rec.number()),
+          rec.date(),
+          CsvNumber(rec.record_time_ms()),
+          rec.has_steps() ? std::to_string(rec.steps()) : "",
+          CsvNumber(rec.has_ms_per_step(), rec.ms_per_step()),
+          CsvText(rec.description()),
+          CsvText(rec.source()),
+          CsvText(rec.preset())};
+}
+
+std::vector<std::string> OwnCells(const v1::OwnRecordRuns& own) {
+  return {CsvText(own.scale()),
+          CsvText(own.hardware()),
+          std::to_string(own.n()),
+          std::to_string(own.n_reached()),
+          CsvNumber(own.has_mean_time_to_target_ms(), own.mean_time_to_target_ms()),
+          CsvNumber(own.has_mean_final_val_loss(), own.mean_final_val_loss()),
+          CsvNumber(own.has_ratio_to_published(), own.ratio_to_published())};
+}
+
+// One line per record, and one more per group of own runs (record columns repeated).
+void PrintCsv(const v1::ListRecordsResponse& r) {
+  std::cout << kCsvHeader;
+  for (const v1::RecordRow& row : r.records()) {
+    const std::vector<std::string> record = RecordCells(row.record());
+    if (row.own_runs().empty()) {
+      std::vector<std::string> cells = record;
+      cells.resize(record.size() + OwnCells({}).size());
+      std::cout << CsvLine(cells);
+    }
+    for (const v1::OwnRecordRuns& own : row.own_runs()) {
+      std::vector<std::string> cells = record;
+      const std::vector<std::string> more = OwnCells(own);
+      cells.insert(cells.end(), more.begin(), more.end());
+      std::cout << CsvLine(cells);
+    }
+  }
+}
+
+}  // namespace
+
+int RecordsCommand(Client& c, bool csv) {
+  if (csv && c.json()) {
+    std::cerr << "ablate: --csv and --json cannot be combined; pick one\n";
+    return kExitUsage;
+  }
+  v1::ListRecordsResponse resp;
+  grpc::Status s = c.stub().ListRecords(c.Context().get(), v1::ListRecordsRequest(), &resp);
+  if (!s.ok()) return c.Fail(s, "listing records");
+  if (c.json()) {
+    std::cout << ToJson(resp) << "\n";
+  } else if (csv) {
+    PrintCsv(resp);
+  } else {
+    PrintRecords(resp);
+    PrintOwnRuns(resp);
+  }
+  return kExitOk;
+}
+
+}  // namespace ablate

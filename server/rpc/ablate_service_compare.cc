@@ -1,0 +1,37 @@
+// Client service handlers for comparison, records and export: token check, then the views of
+// compare_queries.h (shared with the dashboard), then the status mapped to gRPC's.
+#include "server/rpc/ablate_service.h"
+#include "server/rpc/compare_queries.h"
+#include "server/rpc/convert.h"
+
+namespace ablate {
+
+grpc::Status AblateServiceImpl::CompareSweep(grpc::ServerContext* ctx,
+                                             const v1::CompareSweepRequest* req,
+                                             v1::CompareSweepResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  absl::StatusOr<v1::CompareSweepResponse> comparison = BuildSweepComparison(*store_, req->id());
+  if (!comparison.ok()) return ToGrpc(comparison.status());
+  *resp = *std::move(comparison);
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::ListRecords(grpc::ServerContext* ctx, const v1::ListRecordsRequest*,
+                                            v1::ListRecordsResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  absl::StatusOr<v1::ListRecordsResponse> records = BuildRecordsTable(*store_);
+  if (!records.ok()) return ToGrpc(records.status());
+  *resp = *std::move(records);
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::ExportSweep(grpc::ServerContext* ctx,
+                                            const v1::ExportSweepRequest* req,
+                                            grpc::ServerWriter<v1::ExportedRun>* writer) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  return ToGrpc(ExportSweepRuns(*store_, req->id(), [&](const v1::ExportedRun& run) {
+    return !ctx->IsCancelled() && writer->Write(run);
+  }));
+}
+
+}  // namespace ablate
