@@ -2,6 +2,7 @@
 // them and fills the messages; see compare_queries.h for what counts and the verdict rules.
 #include "server/rpc/compare_queries.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -90,26 +91,65 @@ void FillComparison(const VariantComparison& c, std::span<const RunOutcome> vari
   out->set_verdict(CombinedVerdict(time->verdict(), loss->verdict()));
 }
 
+// One variant with its runs (run id order) and the outcomes of its succeeded runs.
+struct VariantRows {
+  Variant variant;
+  std::vector<Run> runs;
+  std::vector<RunOutcome> outcomes;
+};
+
+// A sweep's variants, the baseline apart (absent when the spec had include_baseline: false).
 struct SweepRows {
-  std::vector<Variant> variants;                   // index order
-  std::map<int64_t, std::vector<Run>> runs;        // by variant id, run id order
-  std::map<int64_t, std::vector<RunOutcome>> outcomes;  // succeeded runs only
+  std::optional<VariantRows> baseline;
+  std::vector<VariantRows> ablations;  // index order
 };
 
 absl::StatusOr<SweepRows> LoadSweepRows(const Store& store, int64_t sweep_id) {
-  SweepRows rows;
   absl::StatusOr<std::vector<Variant>> variants = store.ListVariants(sweep_id);
   if (!variants.ok()) return variants.status();
-  rows.variants = *std::move(variants);
   RunFilter filter;
   filter.sweep_id = sweep_id;
   absl::StatusOr<std::vector<Run>> runs = store.ListRuns(filter);
   if (!runs.ok()) return runs.status();
+  std::map<int64_t, VariantRows> by_id;
+  for (Variant& v : *variants) by_id[v.id].variant = std::move(v);
   for (Run& r : *runs) {
-    if (r.state == RunState::kSucceeded) rows.outcomes[r.variant_id].push_back(ToOutcome(r));
-    rows.runs[r.variant_id].push_back(std::move(r));
+    VariantRows& rows = by_id[r.variant_id];
+    if (r.state == RunState::kSucceeded) rows.outcomes.push_back(ToOutcome(r));
+    rows.runs.push_back(std::move(r));
   }
-  return rows;
+  SweepRows out;
+  for (auto& [id, rows] : by_id) {
+    if (rows.variant.name == "baseline") {
+      out.baseline = std::move(rows);
+    } else {
+      out.ablations.push_back(std::move(rows));
+    }
+  }
+  std::sort(out.ablations.begin(), out.ablations.end(),
+            [](const VariantRows& a, const VariantRows& b) {
+              return a.variant.index < b.variant.index;
+            });
+  return out;
+}
+
+// Every ablation's row, compared with the baseline when there is one.
+void FillAblations(const SweepRows& rows, double target, v1::CompareSweepResponse* out) {
+  std::vector<std::vector<RunOutcome>> outcomes;
+  for (const VariantRows& a : rows.ablations) outcomes.push_back(a.outcomes);
+  const std::vector<RunOutcome> none;
+  const std::vector<RunOutcome>& base = rows.baseline ? rows.baseline->outcomes : none;
+  const std::vector<VariantComparison> compared = CompareSweep(base, outcomes);
+  for (size_t i = 0; i < rows.ablations.size(); ++i) {
+    const VariantRows& a = rows.ablations[i];
+    v1::VariantComparison* row = out->add_variants();
+    FillVariant(a.variant, a.runs, a.outcomes, target, row);
+    if (rows.baseline) {
+      FillComparison(compared[i], a.outcomes, base, row);
+    } else {
+      row->set_verdict(kNoBaselineVerdict);
+    }
+  }
 }
 
 absl::Status FillSweepHeader(const Store& store, int64_t sweep_id, v1::CompareSweepResponse* out) {
@@ -233,34 +273,13 @@ absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store
   absl::StatusOr<SweepRows> rows = LoadSweepRows(store, sweep_id);
   if (!rows.ok()) return rows.status();
   const double target = out.sweep().target_val_loss();
-  const Variant* baseline = nullptr;
-  std::vector<const Variant*> ablations;
-  for (const Variant& v : rows->variants) {
-    if (v.name == "baseline") {
-      baseline = &v;
-    } else {
-      ablations.push_back(&v);
-    }
-  }
-  if (baseline) {
-    FillVariant(*baseline, rows->runs[baseline->id], rows->outcomes[baseline->id], target,
-                out.add_variants());
-    out.mutable_variants(0)->set_verdict(kBaselineVerdict);
-  }
-  std::vector<std::vector<RunOutcome>> ablation_outcomes;
-  for (const Variant* v : ablations) ablation_outcomes.push_back(rows->outcomes[v->id]);
-  std::vector<RunOutcome> base_outcomes;
-  if (baseline) base_outcomes = rows->outcomes[baseline->id];
-  const std::vector<VariantComparison> compared = CompareSweep(base_outcomes, ablation_outcomes);
-  for (size_t i = 0; i < ablations.size(); ++i) {
+  if (rows->baseline) {
     v1::VariantComparison* row = out.add_variants();
-    FillVariant(*ablations[i], rows->runs[ablations[i]->id], ablation_outcomes[i], target, row);
-    if (baseline) {
-      FillComparison(compared[i], ablation_outcomes[i], base_outcomes, row);
-    } else {
-      row->set_verdict(kNoBaselineVerdict);
-    }
+    FillVariant(rows->baseline->variant, rows->baseline->runs, rows->baseline->outcomes, target,
+                row);
+    row->set_verdict(kBaselineVerdict);
   }
+  FillAblations(*rows, target, &out);
   return out;
 }
 

@@ -45,6 +45,16 @@ seeds: 3
 gpus_per_run: 8
 )";
 
+// Ablations without a baseline: nothing to compare against.
+constexpr const char* kNoBaselineSpec = R"(name: golden-no-baseline
+baseline: {preset: r9-shortcuts, scale: tiny}
+include_baseline: false
+seeds: 3
+gpus_per_run: 0
+ablations:
+  - {name: softcap-15, set: {logit_softcap: 15}}
+)";
+
 // What one run ended with; loss < 0 = the run failed (no summary).
 struct Outcome {
   double final_val_loss;
@@ -188,6 +198,7 @@ class CompareCliTest : public ::testing::Test {
       filler.AddWorker("gpu-node", 8);
       filler.AddSweep(kTinySpec, kTinyOutcomes, "laptop");
       filler.AddSweep(kGpuSpec, kGpuOutcomes, "gpu-node");
+      filler.AddSweep(kNoBaselineSpec, kTinyOutcomes, "laptop");
       points_ = filler.points().at(1);  // the tiny sweep's
     }  // closed before the coordinator opens it
     StartCoordinator();
@@ -293,6 +304,21 @@ TEST_F(CompareCliTest, RecordsShowOwnRunsByScaleAndHardware) {
   EXPECT_EQ(r9[0]["hardware"], "cpu");
   EXPECT_EQ(r9[0]["n"], 4);
   EXPECT_TRUE(by_id["11"]["own_runs"].empty());
+}
+
+TEST_F(CompareCliTest, SweepWithoutBaselineGetsStatisticsButNoComparison) {
+  ProcessResult r = Cli({"--json", "compare", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json resp = json::parse(r.out);
+  ASSERT_EQ(resp["variants"].size(), 1u);
+  const json& v = resp["variants"][0];
+  EXPECT_EQ(v["name"], "softcap-15");
+  EXPECT_EQ(v["verdict"], "no baseline");
+  EXPECT_EQ(v["n"], 3);
+  EXPECT_FALSE(v.contains("loss_vs_baseline"));
+  ProcessResult table = Cli({"compare", "3"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("no baseline"), std::string::npos) << table.out;
 }
 
 void ExpectSamePoint(const MetricPoint& want, const json& got) {
