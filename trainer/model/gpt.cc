@@ -42,32 +42,45 @@ Gpt<T>::Gpt(const ModelConfig& m, int64_t b, int64_t t)
   AllocateActivations();
 }
 
-template <class T>
-void Gpt<T>::InitOffsets() {
-  embed_ = layout_.Offset("embed.weight");
-  head_ = m_.tie_embeddings ? embed_ : layout_.Offset("lm_head.weight");
-  if (m_.unet_skips) skip_ = layout_.Offset("skip_weights");
-  for (int64_t i = 0; i < m_.n_layer; ++i) {
+std::vector<BlockOffsets> ComputeBlockOffsets(const ModelConfig& m, const ParamLayout& layout) {
+  std::vector<BlockOffsets> blocks;
+  for (int64_t i = 0; i < m.n_layer; ++i) {
     std::string p = "blocks." + std::to_string(i) + ".";
     auto off = [&](const std::string& name) {
-      const ParamInfo* info = layout_.Find(p + name);
+      const ParamInfo* info = layout.Find(p + name);
       return info == nullptr ? int64_t(-1) : info->offset;
     };
     BlockOffsets o;
     o.lambdas = off("lambdas");
-    o.qkv = m_.merged_qkv ? off("attn.qkv.weight") : off("attn.q.weight");
+    o.qkv = m.merged_qkv ? off("attn.qkv.weight") : off("attn.q.weight");
     o.proj = off("attn.proj.weight");
     o.value_lambda = off("attn.value_lambda");
     o.ve_lambdas = off("attn.ve_lambdas");
     o.fc = off("mlp.fc.weight");
     o.mlp_proj = off("mlp.proj.weight");
-    int64_t table = m_.ValueEmbedTable(i);
-    if (table >= 0 && m_.HasAttention(i)) {
-      o.ve_table = layout_.Offset("value_embeds." + std::to_string(table) + ".weight");
+    int64_t table = m.ValueEmbedTable(i);
+    if (table >= 0 && m.HasAttention(i)) {
+      o.ve_table = layout.Offset("value_embeds." + std::to_string(table) + ".weight");
     }
-    blocks_.push_back(o);
-    if (first_attn_ < 0 && m_.HasAttention(i)) first_attn_ = i;
+    blocks.push_back(o);
   }
+  return blocks;
+}
+
+int64_t FirstAttentionLayer(const ModelConfig& m) {
+  for (int64_t i = 0; i < m.n_layer; ++i) {
+    if (m.HasAttention(i)) return i;
+  }
+  return -1;
+}
+
+template <class T>
+void Gpt<T>::InitOffsets() {
+  embed_ = layout_.Offset("embed.weight");
+  head_ = m_.tie_embeddings ? embed_ : layout_.Offset("lm_head.weight");
+  if (m_.unet_skips) skip_ = layout_.Offset("skip_weights");
+  blocks_ = ComputeBlockOffsets(m_, layout_);
+  first_attn_ = FirstAttentionLayer(m_);
 }
 
 template <class T>

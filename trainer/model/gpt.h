@@ -20,6 +20,11 @@ struct BlockOffsets {
   int64_t ve_table = -1;  // offset of the value-embedding table this layer reads
 };
 
+// Every block's offsets in `layout`, and the layer whose raw v is v1 (first attention layer;
+// -1 when none). Shared by the CPU and CUDA models.
+std::vector<BlockOffsets> ComputeBlockOffsets(const ModelConfig& m, const ParamLayout& layout);
+int64_t FirstAttentionLayer(const ModelConfig& m);
+
 template <class T>
 struct LayerActs;
 

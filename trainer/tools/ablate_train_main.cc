@@ -5,6 +5,7 @@
 #include <csignal>
 #include <iostream>
 #include <thread>
+#include <vector>
 
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/blas_setup.h"
@@ -39,6 +40,12 @@ Example:
       --train 'data/train_*.bin' --val 'data/val_*.bin'
 )";
 
+#if ABLATE_HAVE_CUDA
+constexpr const char* kBackends = "cpu, cuda";
+#else
+constexpr const char* kBackends = "cpu";
+#endif
+
 std::atomic<bool> g_stop{false};  // set by SIGTERM/SIGINT; read at step boundaries
 
 void OnSignal(int) { g_stop.store(true); }
@@ -46,6 +53,7 @@ void OnSignal(int) { g_stop.store(true); }
 struct Args {
   ablate::RunConfigSources sources;
   std::string train, val, backend = "cpu";
+  std::vector<int> gpus = {0};
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   int world_size = 1;
   int64_t max_steps = -1;
@@ -60,6 +68,11 @@ void AddOptions(CLI::App& app, Args& a) {
   app.add_option("--train", a.train, "glob of training shards")->required();
   app.add_option("--val", a.val, "glob of validation shards")->required();
   app.add_option("--backend", a.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--gpus", a.gpus,
+                 "--backend cuda: GPU index as CUDA numbers them under CUDA_VISIBLE_DEVICES "
+                 "(default 0; one GPU per run in this version)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", a.threads, "CPU threads in total (split across ranks)")
       ->check(CLI::PositiveNumber);
   app.add_option("--world-size", a.world_size, "ranks, run as threads on the CPU")
@@ -97,7 +110,7 @@ int Run(const Args& a) {
   if (!val.ok()) return Fail(events, kExitInvalid, val.error().message);
   ablate::TrainOptions o{*train, *val,
                          a.backend == "cuda" ? ablate::Backend::kCuda : ablate::Backend::kCpu,
-                         a.world_size, a.threads, a.max_steps, &g_stop};
+                         a.world_size, a.threads, a.max_steps, &g_stop, a.gpus};
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   ablate::TrainOutcome out = ablate::Train(*config, o, events);
@@ -109,11 +122,12 @@ int Run(const Args& a) {
 
 int main(int argc, char** argv) {
   ablate::cpu::TuneCpuRuntime(argv);
-  CLI::App app{"ablate-train: train a GPT with the NanoGPT speedrun's techniques (CPU backend)"};
+  CLI::App app{"ablate-train: train a GPT with the NanoGPT speedrun's techniques"};
   Args args;
   AddOptions(app, args);
   app.set_version_flag("--version", "ablate-train " ABLATE_VERSION " (knob schema " +
-                                        ablate::KnobSchemaFingerprint() + ", backends: cpu)");
+                                        ablate::KnobSchemaFingerprint() + ", backends: " +
+                                        kBackends + ")");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "trainer/cpu/parallel.h"
-#include "trainer/model/param_init.h"
 #include "trainer/model/window_schedule.h"
 
 namespace ablate {
@@ -25,14 +23,13 @@ J OrNull(const std::optional<double>& v) { return v ? J(*v) : J(nullptr); }
 RankRunner::RankRunner(const RunPlan& plan, Communicator& comm, TokenLoader train, ValLoader val,
                        EventSink* events)
     : plan_(plan), comm_(comm), train_(std::move(train)), val_(std::move(val)), events_(events),
-      gpt_(plan.model, plan.micro_batch, plan.model.seq_len),
-      optimizer_(plan.optim, gpt_.layout(), comm.rank(), comm.world_size()),
       batch_(plan.micro_batch * (plan.model.seq_len + 1)) {}
 
 Status RankRunner::Init() {
-  cpu::SetThreads(plan_.threads_per_rank);
-  if (comm_.rank() == 0) InitParams(plan_.model, gpt_.layout(), plan_.seed, gpt_.params().data());
-  return comm_.Broadcast(gpt_.params(), 0);
+  Result<std::unique_ptr<Engine>> engine = MakeEngine(plan_, comm_);
+  if (!engine.ok()) return engine.error();
+  engine_ = std::move(engine).value();
+  return engine_->Init(plan_.seed);
 }
 
 TrainOutcome RankRunner::Run() {
@@ -67,8 +64,13 @@ bool RankRunner::ShouldStop() {
 Status RankRunner::Evaluate(int64_t step) {
   std::vector<int64_t> windows = LayerWindowBlocks(plan_.model, step, plan_.num_iterations);
   val_.Reset();
-  std::vector<float> sum = {0.f};
-  while (val_.NextBatch(batch_.data())) sum[0] += gpt_.Forward(batch_.data(), windows);
+  while (val_.NextBatch(batch_.data())) {
+    Status s = engine_->Accumulate(batch_.data(), windows, 1, Pass::kEval);
+    if (!s.ok()) return s;
+  }
+  Result<float> local = engine_->TakeLoss();
+  if (!local.ok()) return local.error();
+  std::vector<float> sum = {*local};
   Status s = comm_.AllReduce(sum, ReduceOp::kSum);
   if (!s.ok()) return s;
   double loss = double(sum[0]) / double(val_.num_batches());
@@ -92,28 +94,32 @@ Status RankRunner::Evaluate(int64_t step) {
 Status RankRunner::TrainStep(int64_t step) {
   Clock::time_point t0 = Clock::now();
   std::vector<int64_t> windows = LayerWindowBlocks(plan_.model, step, plan_.num_iterations);
-  std::fill(gpt_.grads().begin(), gpt_.grads().end(), 0.f);
+  Status s = engine_->ZeroGrads();
+  if (!s.ok()) return s;
   int64_t accum = train_.grad_accum_steps();
   std::vector<float> stats = {0.f, 0.f};  // mean loss, data errors
   std::string data_error;
   for (int64_t micro = 0; micro < accum; ++micro) {
-    Status s = train_.NextBatch(batch_.data());
+    s = train_.NextBatch(batch_.data());
     if (!s.ok()) {
       stats[1] = 1.f, data_error = s.message();
       break;
     }
-    stats[0] += gpt_.Forward(batch_.data(), windows) / float(accum);
-    gpt_.Backward(1.f / float(accum));
+    s = engine_->Accumulate(batch_.data(), windows, accum, Pass::kTrain);
+    if (!s.ok()) return s;
   }
-  Status s = comm_.AllReduce(stats, ReduceOp::kAvg);
+  Result<float> loss = engine_->TakeLoss();
+  if (!loss.ok()) return loss.error();
+  stats[0] = *loss;
+  s = comm_.AllReduce(stats, ReduceOp::kAvg);
   if (!s.ok()) return s;
   if (stats[1] > 0) return Error{data_error.empty() ? "a peer rank failed to read data" : data_error, ""};
   if (!std::isfinite(stats[0])) {
     outcome_ = {TrainStatus::kDiverged, "train loss is not finite at step " + std::to_string(step)};
     return Error{outcome_.message, ""};
   }
-  s = comm_.AllReduce(gpt_.grads(), ReduceOp::kAvg);
-  if (s.ok()) s = optimizer_.Step(gpt_.params().data(), gpt_.grads().data(), step, comm_);
+  s = engine_->Step(step);
+  if (s.ok()) s = engine_->Synchronize();  // step_ms is device time, as the speedrun times it
   if (!s.ok()) return s;
   double step_ms = MsSince(t0);
   if (step >= plan_.untimed_steps) train_ms_ += step_ms;
@@ -131,8 +137,8 @@ void RankRunner::EmitStep(int64_t step, double loss, double step_ms) {
   Emit({{"event", "step"},
         {"step", step + 1},
         {"train_loss", loss},
-        {"lr", optimizer_.LrMultiplier(step)},
-        {"momentum", optimizer_.Momentum(step)},
+        {"lr", plan_.optim.schedule.Multiplier(step)},
+        {"momentum", plan_.optim.muon.momentum.At(step)},
         {"step_ms", step_ms},
         {"train_ms", train_ms_},
         {"tokens", (step + 1) * plan_.batch_tokens}});

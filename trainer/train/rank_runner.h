@@ -1,39 +1,25 @@
-// One rank's training loop: its model replica, optimizer, data slices and the collectives that
-// keep the ranks in lock step. Every decision (stop, diverge, fail) is taken on all-reduced
-// values, so all ranks leave the loop at the same step. Internal to trainer/train.
+// One rank's training loop: its engine (model replica and optimizer on the plan's backend), data
+// slices and the collectives that keep the ranks in lock step. Every decision (stop, diverge,
+// fail) is taken on all-reduced values, so all ranks leave the loop at the same step. Internal
+// to trainer/train.
 #ifndef ABLATE_TRAINER_TRAIN_RANK_RUNNER_H_
 #define ABLATE_TRAINER_TRAIN_RANK_RUNNER_H_
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "trainer/data/token_loader.h"
 #include "trainer/data/val_loader.h"
 #include "trainer/dist/communicator.h"
-#include "trainer/model/gpt.h"
-#include "trainer/optim/optimizer.h"
+#include "trainer/train/engine.h"
 #include "trainer/train/event_sink.h"
+#include "trainer/train/run_plan.h"
 #include "trainer/train/trainer.h"
 
 namespace ablate {
-
-// What every rank shares, read-only.
-struct RunPlan {
-  ModelConfig model;
-  OptimConfig optim;
-  int64_t num_iterations = 0;
-  int64_t last_step = 0;  // steps to train: min(num_iterations, max_steps)
-  int64_t val_every = 0;
-  int64_t untimed_steps = 0;
-  int64_t batch_tokens = 0;
-  int64_t micro_batch = 0;  // B
-  double target_val_loss = 0;
-  uint64_t seed = 0;
-  int threads_per_rank = 1;
-  const std::atomic<bool>* stop = nullptr;
-};
 
 class RankRunner {
  public:
@@ -59,9 +45,8 @@ class RankRunner {
   TokenLoader train_;
   ValLoader val_;
   EventSink* events_;
-  Gpt<float> gpt_;
-  Optimizer optimizer_;
-  std::vector<int32_t> batch_;  // (B, T+1)
+  std::unique_ptr<Engine> engine_;  // made by Init
+  std::vector<int32_t> batch_;      // (B, T+1)
   TrainOutcome outcome_;
   int64_t steps_done_ = 0;
   double train_ms_ = 0;

@@ -6,6 +6,7 @@
 
 #include "trainer/config/knob_schema.h"
 #include "trainer/dist/in_process_communicator.h"
+#include "trainer/train/engine.h"
 #include "trainer/train/rank_runner.h"
 
 namespace ablate {
@@ -29,6 +30,8 @@ Result<RunPlan> MakePlan(const J& c, const TrainOptions& o) {
   p.target_val_loss = c.at("target_val_loss").get<double>();
   p.seed = c.at("seed").get<uint64_t>();
   p.threads_per_rank = std::max(1, o.threads / std::max(1, o.world_size));
+  p.backend = o.backend;
+  p.device = o.gpus.empty() ? 0 : o.gpus.front();
   p.stop = o.stop;
   if (o.world_size < 1) return Error{"world size must be at least 1", "world_size"};
   if (p.batch_tokens % (device * o.world_size) != 0) {
@@ -62,24 +65,38 @@ Result<RankData> OpenData(const J& c, const RunPlan& p, const TrainOptions& o) {
   return d;
 }
 
-J StartEvent(const J& c, const RunPlan& p, const TrainOptions& o, int64_t accum) {
+// Backend cuda in this version: one process, one GPU. Returns the GPU's name.
+Result<std::string> CheckCuda(const TrainOptions& o) {
+  if (o.world_size != 1 || o.gpus.size() != 1) {
+    return Error{
+        "backend cuda runs on one GPU per run in this version (--world-size 1, one "
+        "--gpus index); multi-GPU runs come with NCCL",
+        "world_size"};
+  }
+  return ProbeCudaDevice(o.gpus.front());
+}
+
+J StartEvent(const J& c, const RunPlan& p, const TrainOptions& o, int64_t accum,
+             const std::string& device) {
   ParamLayout layout(p.model);
   J by_group = J::object();
   for (const ParamInfo& info : layout.params()) {
     std::string g(ParamGroupName(info.group));
     by_group[g] = by_group.value(g, int64_t(0)) + info.numel;
   }
-  return {{"event", "start"},
-          {"config", c},
-          {"config_hash", ConfigHash(c)},
-          {"backend", "cpu"},
-          {"world_size", o.world_size},
-          {"threads", p.threads_per_rank * o.world_size},
-          {"grad_accum_steps", accum},
-          {"micro_batch", p.micro_batch},
-          {"seq_len", p.model.seq_len},
-          {"params", {{"total", layout.total()}, {"by_group", by_group}}},
-          {"param_groups", Optimizer::GroupTable(p.optim, layout)}};
+  J start = {{"event", "start"},
+             {"config", c},
+             {"config_hash", ConfigHash(c)},
+             {"backend", p.backend == Backend::kCuda ? "cuda" : "cpu"},
+             {"world_size", o.world_size},
+             {"threads", p.threads_per_rank * o.world_size},
+             {"grad_accum_steps", accum},
+             {"micro_batch", p.micro_batch},
+             {"seq_len", p.model.seq_len},
+             {"params", {{"total", layout.total()}, {"by_group", by_group}}},
+             {"param_groups", Optimizer::GroupTable(p.optim, layout)}};
+  if (p.backend == Backend::kCuda) start["device"] = device;
+  return start;
 }
 
 TrainOutcome RunRanks(const RunPlan& plan, RankData data, int world, EventSink& events) {
@@ -105,15 +122,18 @@ TrainOutcome Train(const J& canonical, const TrainOptions& options, EventSink& e
     events.Emit({{"event", "error"}, {"message", message}});
     return TrainOutcome{TrainStatus::kInvalid, message};
   };
+  std::string device;
   if (options.backend == Backend::kCuda) {
-    return invalid("backend cuda: this build has no CUDA backend yet (use --backend cpu)");
+    Result<std::string> name = CheckCuda(options);
+    if (!name.ok()) return invalid(name.error().message);
+    device = *name;
   }
   Result<RunPlan> plan = MakePlan(canonical, options);
   if (!plan.ok()) return invalid(plan.error().message);
   Result<RankData> data = OpenData(canonical, *plan, options);
   if (!data.ok()) return invalid(data.error().message);
   int64_t accum = data->train[0].grad_accum_steps();
-  events.Emit(StartEvent(canonical, *plan, options, accum));
+  events.Emit(StartEvent(canonical, *plan, options, accum, device));
   return RunRanks(*plan, std::move(data).value(), options.world_size, events);
 }
 

@@ -1,9 +1,11 @@
-// Training a GPT from a canonical config on the CPU backend: N ranks as threads, data from token
-// shards, evaluation and timing as DESIGN §6.1 says, events to an EventSink.
+// Training a GPT from a canonical config: on the CPU backend N ranks as threads, on the CUDA
+// backend one GPU; data from token shards, evaluation and timing as DESIGN §6.1 says (step_ms
+// is wall time with the device synchronised at the end of the step), events to an EventSink.
 //
 // Events (rank 0 emits them):
 //   start {config, config_hash, backend, world_size, threads, grad_accum_steps, micro_batch,
-//          seq_len, params: {total, by_group}, param_groups: [{name, shape, group, lr}]}
+//          seq_len, params: {total, by_group}, param_groups: [{name, shape, group, lr}],
+//          device (backend cuda: the GPU's name)}
 //   step  {step (steps completed), train_loss, lr (schedule multiplier of every base lr),
 //          momentum, step_ms, train_ms (cumulative, untimed steps excluded), tokens}
 //   val   {step (steps completed), val_loss, train_ms}
@@ -33,6 +35,9 @@ struct TrainOptions {
   int threads = 1;         // op threads in total, split evenly across ranks
   int64_t max_steps = -1;  // stop after this many steps (schedule unchanged); -1 = all
   const std::atomic<bool>* stop = nullptr;  // when set, cancel at the next step boundary
+  // Backend cuda: device indices as CUDA numbers them (after CUDA_VISIBLE_DEVICES). One device
+  // per run in this version; several come with NCCL.
+  std::vector<int> gpus = {0};
 };
 
 enum class TrainStatus {

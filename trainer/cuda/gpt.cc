@@ -1,0 +1,399 @@
+// CUDA GPT: construction, per-micro-batch staging and the forward pass (MODEL.md "Forward"),
+// step for step as trainer/model/gpt.cc.
+#include "trainer/cuda/gpt.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "trainer/cpu/attention.h"
+#include "trainer/cuda/attention.h"
+#include "trainer/cuda/convert.h"
+#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/gpt_acts.h"
+#include "trainer/cuda/matmul.h"
+#include "trainer/cuda/mlp_act.h"
+#include "trainer/cuda/residual.h"
+#include "trainer/cuda/rmsnorm.h"
+
+namespace ablate::cuda {
+namespace {
+
+// Bytes one chunk of the head may use for its fp32 logits and bf16 dlogits.
+constexpr int64_t kHeadChunkBytes = int64_t(1536) << 20;
+
+int64_t HeadChunkRows(int64_t n, int64_t v) {
+  int64_t rows = std::max<int64_t>(64, kHeadChunkBytes / (v * 6) / 64 * 64);
+  return std::min(rows, n);
+}
+
+BlockOffsets MapOffsets(const BlockOffsets& o, const DeviceLayout& dev) {
+  auto map = [&](int64_t off) { return off < 0 ? off : dev.Map(off); };
+  BlockOffsets d;
+  d.lambdas = map(o.lambdas);
+  d.qkv = map(o.qkv);
+  d.proj = map(o.proj);
+  d.value_lambda = map(o.value_lambda);
+  d.ve_lambdas = map(o.ve_lambdas);
+  d.fc = map(o.fc);
+  d.mlp_proj = map(o.mlp_proj);
+  d.ve_table = map(o.ve_table);
+  return d;
+}
+
+// The attention kernels walk key ranges assuming lo never decreases along a sequence; every
+// mask of MODEL.md guarantees it, and this keeps a future mask from breaking it silently.
+Status CheckMonotone(const std::vector<int32_t>& lo, int64_t b, int64_t t) {
+  for (int64_t bi = 0; bi < b; ++bi) {
+    for (int64_t ti = 1; ti < t; ++ti) {
+      if (lo[bi * t + ti] < lo[bi * t + ti - 1]) {
+        return Error{"attention mask: first visible key decreases at token " +
+                         std::to_string(ti) + " of sequence " + std::to_string(bi),
+                     ""};
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Gpt::Gpt(CudaContext& ctx, const ModelConfig& m, int64_t b, int64_t t)
+    : ctx_(ctx), m_(m), layout_(m), dev_(layout_), b_(b), t_(t), n_(b * t) {
+  for (const BlockOffsets& o : ComputeBlockOffsets(m_, layout_)) {
+    blocks_.push_back(MapOffsets(o, dev_));
+  }
+  embed_ = dev_.Map(layout_.Offset("embed.weight"));
+  head_ = m_.tie_embeddings ? embed_ : dev_.Map(layout_.Offset("lm_head.weight"));
+  if (m_.unet_skips) skip_ = dev_.Map(layout_.Offset("skip_weights"));
+  first_attn_ = FirstAttentionLayer(m_);
+  layers_.resize(size_t(m_.n_layer));
+}
+
+Gpt::~Gpt() = default;
+
+Result<std::unique_ptr<Gpt>> Gpt::Create(CudaContext& ctx, const ModelConfig& m, int64_t b,
+                                         int64_t t) {
+  ABLATE_RETURN_IF_ERROR(ctx.MakeCurrent());
+  std::unique_ptr<Gpt> gpt(new Gpt(ctx, m, b, t));
+  Result<RopeTable> rope = rope_table(ctx, t, m.head_dim, m.rope, m.rope_base);
+  if (!rope.ok()) return rope.error();
+  gpt->rope_ = std::move(rope).value();
+  ABLATE_RETURN_IF_ERROR(gpt->AllocateAll());
+  return gpt;
+}
+
+template <class T>
+Status Gpt::Alloc(T** out, int64_t n, const std::string& what) {
+  DeviceBuffer<T> buf;
+  ABLATE_RETURN_IF_ERROR(buf.Allocate(n, what));
+  *out = buf.get();
+  allocated_ += buf.bytes();
+  if constexpr (std::is_same_v<T, float>) {
+    f32_.push_back(std::move(buf));
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    b16_.push_back(std::move(buf));
+  } else {
+    static_assert(std::is_same_v<T, int32_t>);
+    i32_.push_back(std::move(buf));
+  }
+  return {};
+}
+
+Status Gpt::AllocateAll() {
+  int64_t c = m_.model_dim, bt = n_, total = dev_.total();
+  ABLATE_RETURN_IF_ERROR(Alloc(&params_, total, "parameters"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&grads_, total, "gradients"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&weights_, total, "bf16 weights"));
+  ABLATE_CUDA_CHECK(cudaMemsetAsync(params_, 0, size_t(total) * 4, ctx_.stream()));
+  ABLATE_RETURN_IF_ERROR(ZeroGrads());
+  ABLATE_RETURN_IF_ERROR(RefreshWeights());
+  ABLATE_RETURN_IF_ERROR(Alloc(&inputs_, bt, "inputs"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&targets_, bt, "targets"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&plan_ids_, bt, "embedding plan"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&plan_offsets_, bt + 1, "embedding plan"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&plan_positions_, bt, "embedding plan"));
+  lo_slots_.assign(size_t(m_.n_layer), nullptr);
+  for (int32_t*& slot : lo_slots_) ABLATE_RETURN_IF_ERROR(Alloc(&slot, bt, "attention key starts"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&emb_, bt * c, "embedding"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&emb_rstd_, bt, "embedding norm"));
+  x0_ = emb_;
+  if (m_.embed_norm) ABLATE_RETURN_IF_ERROR(Alloc(&x0_, bt * c, "x0"));
+  for (int64_t i = 0; i < m_.n_layer; ++i) ABLATE_RETURN_IF_ERROR(AllocateLayer(i, layers_[i]));
+  ABLATE_RETURN_IF_ERROR(Alloc(&lf_, bt * c, "final norm"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&lf_rstd_, bt, "final norm"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&losses_, bt, "losses"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&loss_acc_, 1, "loss accumulator"));
+  ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_, 0, 4, ctx_.stream()));
+  LmHeadScratch& hs = head_scratch_;
+  hs.chunk_rows = HeadChunkRows(bt, m_.vocab_size);
+  ABLATE_RETURN_IF_ERROR(Alloc(&hs.logits, hs.chunk_rows * m_.vocab_size, "head logits"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&hs.dlogits, hs.chunk_rows * m_.vocab_size, "dlogits"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&qkv_, bt * 3 * c, "qkv"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&act_, bt * m_.hidden_dim(), "mlp activation"));
+  if (m_.value_embeds > 0) ABLATE_RETURN_IF_ERROR(Alloc(&ve_, bt * c, "value embedding rows"));
+  return AllocateBackward();
+}
+
+Status Gpt::AllocateLayer(int64_t i, LayerActs& a) {
+  int64_t c = m_.model_dim, bt = n_, f = m_.hidden_dim(), nh = m_.n_head;
+  std::string p = "blocks." + std::to_string(i) + ".";
+  if (m_.unet_skips && i >= m_.n_layer / 2) {
+    ABLATE_RETURN_IF_ERROR(Alloc(&a.skip_sum, bt * c, p + "skip_sum"));
+  }
+  if (m_.embed_shortcut) ABLATE_RETURN_IF_ERROR(Alloc(&a.mixed, bt * c, p + "mixed"));
+  if (m_.HasAttention(i)) {
+    ABLATE_RETURN_IF_ERROR(Alloc(&a.ln1, bt * c, p + "ln1"));
+    ABLATE_RETURN_IF_ERROR(Alloc(&a.rstd1, bt, p + "rstd1"));
+    for (bf16** x : {&a.q_raw, &a.k_raw, &a.v_raw, &a.q, &a.k, &a.att}) {
+      ABLATE_RETURN_IF_ERROR(Alloc(x, bt * c, p + "attn"));
+    }
+    a.v = a.v_raw;
+    if (m_.value_residual || m_.value_embeds > 0) ABLATE_RETURN_IF_ERROR(Alloc(&a.v, bt * c, p + "v"));
+    ABLATE_RETURN_IF_ERROR(Alloc(&a.q_rstd, bt * nh, p + "q_rstd"));
+    ABLATE_RETURN_IF_ERROR(Alloc(&a.k_rstd, bt * nh, p + "k_rstd"));
+    ABLATE_RETURN_IF_ERROR(Alloc(&a.lse, bt * nh, p + "lse"));
+    ABLATE_RETURN_IF_ERROR(Alloc(&a.attn_out, bt * c, p + "attn_out"));
+  }
+  ABLATE_RETURN_IF_ERROR(Alloc(&a.ln2, bt * c, p + "ln2"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&a.rstd2, bt, p + "rstd2"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&a.fc, bt * f, p + "fc"));
+  return Alloc(&a.x_out, bt * c, p + "x_out");
+}
+
+Status Gpt::AllocateBackward() {
+  int64_t c = m_.model_dim, bt = n_, nc = bt * c;
+  for (float** d : {&dx_, &dtmp_, &dx0_, &dln_, &dq_, &dk_, &dv_, &dq_raw_, &dk_raw_, &dv_raw_}) {
+    ABLATE_RETURN_IF_ERROR(Alloc(d, nc, "activation gradients"));
+  }
+  if (m_.value_residual) ABLATE_RETURN_IF_ERROR(Alloc(&dv1_, nc, "d(v1)"));
+  if (m_.value_embeds > 0) ABLATE_RETURN_IF_ERROR(Alloc(&dve_, nc, "d(value embedding rows)"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&dxb_, nc, "bf16 stream gradient"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&datt_, nc, "d(attention output)"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&dact_, bt * m_.hidden_dim(), "d(mlp activation)"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&d_rows_, bt * m_.n_head, "attention row sums"));
+  if (m_.unet_skips) {
+    dskip_.assign(size_t(m_.n_layer / 2), nullptr);
+    for (float*& d : dskip_) ABLATE_RETURN_IF_ERROR(Alloc(&d, nc, "d(skip)"));
+  }
+  return {};
+}
+
+Status Gpt::SetParams(const float* host) {
+  ABLATE_RETURN_IF_ERROR(dev_.Upload(ctx_, params_, host));
+  return RefreshWeights();
+}
+
+Status Gpt::GetParams(float* host) { return dev_.Download(ctx_, host, params_); }
+
+Status Gpt::GetGrads(float* host) { return dev_.Download(ctx_, host, grads_); }
+
+Status Gpt::ZeroGrads() {
+  ABLATE_CUDA_CHECK(cudaMemsetAsync(grads_, 0, size_t(dev_.total()) * 4, ctx_.stream()));
+  return {};
+}
+
+Status Gpt::RefreshWeights() { return to_bf16(ctx_, weights_, params_, dev_.total()); }
+
+Status Gpt::CopyDevice(float* dst, const float* src, int64_t n) {
+  ABLATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(n) * 4, cudaMemcpyDeviceToDevice,
+                                    ctx_.stream()));
+  return {};
+}
+
+Result<float> Gpt::TakeLoss() {
+  float loss = 0.f;
+  ABLATE_RETURN_IF_ERROR(ctx_.ToHost(&loss, loss_acc_, 4));
+  ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_, 0, 4, ctx_.stream()));
+  return loss;
+}
+
+Status Gpt::GetLosses(float* host) { return ctx_.ToHost(host, losses_, n_ * 4); }
+
+// ---- Staging ------------------------------------------------------------------------------
+
+// Host copies are pageable: cudaMemcpyAsync returns once it has staged them, so the host
+// vectors may be refilled right after.
+Status Gpt::Stage(const int32_t* tokens, const std::vector<int64_t>& windows, bool train) {
+  if (int64_t(windows.size()) != m_.n_layer) {
+    return Error{"forward: " + std::to_string(windows.size()) + " window sizes for " +
+                     std::to_string(m_.n_layer) + " layers",
+                 ""};
+  }
+  int64_t tp1 = t_ + 1;
+  tokens_host_.assign(tokens, tokens + b_ * tp1);
+  inputs_host_.resize(size_t(n_));
+  targets_host_.resize(size_t(n_));
+  for (int64_t bi = 0; bi < b_; ++bi) {
+    for (int64_t ti = 0; ti < t_; ++ti) {
+      inputs_host_[bi * t_ + ti] = tokens[bi * tp1 + ti];
+      targets_host_[bi * t_ + ti] = tokens[bi * tp1 + ti + 1];
+    }
+  }
+  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(inputs_, inputs_host_.data(), n_ * 4));
+  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(targets_, targets_host_.data(), n_ * 4));
+  if (train) {
+    EmbeddingPlan plan = BuildEmbeddingPlan(inputs_host_.data(), n_);
+    int64_t u = int64_t(plan.ids.size());
+    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_ids_, plan.ids.data(), u * 4));
+    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_offsets_, plan.offsets.data(), (u + 1) * 4));
+    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_positions_, plan.positions.data(), n_ * 4));
+    plan_ = {plan_ids_, plan_offsets_, plan_positions_, u};
+  }
+  std::vector<int64_t> staged;  // window of each filled slot
+  for (int64_t i = 0; i < m_.n_layer; ++i) {
+    if (!m_.HasAttention(i)) continue;
+    Result<int32_t*> lo = StageWindow(windows[i], staged);
+    if (!lo.ok()) return lo.error();
+    layers_[i].lo = *lo;
+  }
+  return {};
+}
+
+Result<int32_t*> Gpt::StageWindow(int64_t window, std::vector<int64_t>& staged) {
+  for (size_t s = 0; s < staged.size(); ++s) {
+    if (staged[s] == window) return lo_slots_[s];
+  }
+  size_t slot = staged.size();  // < n_layer: at most one new window per layer
+  cpu::AttentionMask mask{m_.doc_masking, m_.bos_token, window, m_.window.block_tokens};
+  lo_host_.resize(size_t(n_));
+  cpu::attention_key_start(lo_host_.data(), tokens_host_.data(), t_ + 1, b_, t_, mask);
+  ABLATE_RETURN_IF_ERROR(CheckMonotone(lo_host_, b_, t_));
+  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(lo_slots_[slot], lo_host_.data(), n_ * 4));
+  staged.push_back(window);
+  return lo_slots_[slot];
+}
+
+// ---- Forward ------------------------------------------------------------------------------
+
+Status Gpt::Forward(const int32_t* tokens, const std::vector<int64_t>& windows, int64_t divisor) {
+  return Run(tokens, windows, divisor, false);
+}
+
+Status Gpt::ForwardBackward(const int32_t* tokens, const std::vector<int64_t>& windows,
+                            int64_t divisor) {
+  return Run(tokens, windows, divisor, true);
+}
+
+Status Gpt::Run(const int32_t* tokens, const std::vector<int64_t>& windows, int64_t divisor,
+                bool train) {
+  ABLATE_RETURN_IF_ERROR(Stage(tokens, windows, train));
+  ABLATE_RETURN_IF_ERROR(EmbedForward());
+  const float* x = x0_;
+  for (int64_t i = 0; i < m_.n_layer; ++i) {
+    Result<const float*> next = BlockForward(i, x);
+    if (!next.ok()) return next.error();
+    x = *next;
+  }
+  ABLATE_RETURN_IF_ERROR(HeadForward(x, divisor, train));
+  return train ? Backward() : Status();
+}
+
+Status Gpt::EmbedForward() {
+  int64_t c = m_.model_dim;
+  ABLATE_RETURN_IF_ERROR(embedding_forward(ctx_, emb_, P(embed_), inputs_, n_, c));
+  if (!m_.embed_norm) return {};  // x0_ is emb_
+  return rmsnorm_forward<float, float>(ctx_, x0_, emb_rstd_, emb_, n_, c);
+}
+
+Result<const float*> Gpt::BlockForward(int64_t i, const float* x) {
+  LayerActs& a = layers_[i];
+  int64_t nc = n_ * m_.model_dim, half = m_.n_layer / 2;
+  a.x_prev = x;
+  if (m_.unet_skips && i >= half) {
+    const float* skip = layers_[m_.n_layer - 1 - i].x_out;
+    ABLATE_RETURN_IF_ERROR(residual_mix_forward<float, float, float>(
+        ctx_, a.skip_sum, x, MixWeight::Constant(1.f), skip, MixWeight::Param(P(skip_) + i - half),
+        nc));
+    x = a.skip_sum;
+  }
+  a.x_pre = x;
+  if (m_.embed_shortcut) {
+    const float* lam = P(blocks_[i].lambdas);
+    ABLATE_RETURN_IF_ERROR(residual_mix_forward<float, float, float>(
+        ctx_, a.mixed, x, MixWeight::Param(lam), x0_, MixWeight::Param(lam + 1), nc));
+    x = a.mixed;
+  }
+  a.x_in = x;
+  a.x_mid = x;
+  if (m_.HasAttention(i)) ABLATE_RETURN_IF_ERROR(AttentionForward(i, a));
+  ABLATE_RETURN_IF_ERROR(MlpForward(i, a));
+  return static_cast<const float*>(a.x_out);
+}
+
+Status Gpt::AttentionForward(int64_t i, LayerActs& a) {
+  int64_t c = m_.model_dim, nh = m_.n_head, hd = m_.head_dim;
+  const BlockOffsets& o = blocks_[i];
+  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, a.ln1, a.rstd1, a.x_in, n_, c));
+  ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, qkv_, a.ln1, W(o.qkv), n_, c, 3 * c));
+  ABLATE_RETURN_IF_ERROR(split_qkv(ctx_, a.q_raw, a.k_raw, a.v_raw, qkv_, n_, c));
+  ABLATE_RETURN_IF_ERROR(ValueMixForward(i, a));
+  const bf16* q_in = a.q_raw;
+  const bf16* k_in = a.k_raw;
+  if (m_.qk_norm) {
+    ABLATE_RETURN_IF_ERROR(rmsnorm_forward<bf16, bf16>(ctx_, a.q, a.q_rstd, a.q_raw, n_ * nh, hd));
+    ABLATE_RETURN_IF_ERROR(rmsnorm_forward<bf16, bf16>(ctx_, a.k, a.k_rstd, a.k_raw, n_ * nh, hd));
+    q_in = a.q;
+    k_in = a.k;
+  }
+  ABLATE_RETURN_IF_ERROR(rope_forward<bf16>(ctx_, a.q, q_in, rope_, b_, t_, nh, hd));
+  ABLATE_RETURN_IF_ERROR(rope_forward<bf16>(ctx_, a.k, k_in, rope_, b_, t_, nh, hd));
+  ABLATE_RETURN_IF_ERROR(attention_forward(ctx_, a.att, a.lse, a.q, a.k, a.v, a.lo, b_, t_, nh, hd,
+                                           float(m_.AttentionScale())));
+  ABLATE_RETURN_IF_ERROR(CopyDevice(a.attn_out, a.x_in, n_ * c));
+  ABLATE_RETURN_IF_ERROR(
+      matmul_forward<float>(ctx_, a.attn_out, a.att, W(o.proj), n_, c, c, Output::kAdd));
+  a.x_mid = a.attn_out;
+  return {};
+}
+
+Status Gpt::ValueMixForward(int64_t i, LayerActs& a) {
+  int64_t nc = n_ * m_.model_dim;
+  const BlockOffsets& o = blocks_[i];
+  if (m_.value_residual) {
+    const float* lam = P(o.value_lambda);
+    return residual_mix_forward<bf16, bf16, bf16>(ctx_, a.v, a.v_raw, MixWeight::OneMinus(lam),
+                                                  layers_[first_attn_].v_raw,
+                                                  MixWeight::Param(lam), nc);
+  }
+  if (m_.value_embeds > 0) {
+    const float* lam = P(o.ve_lambdas);
+    const float* ve = nullptr;
+    if (o.ve_table >= 0) {
+      ABLATE_RETURN_IF_ERROR(
+          embedding_forward(ctx_, ve_, P(o.ve_table), inputs_, n_, m_.model_dim));
+      ve = ve_;
+    }
+    return residual_mix_forward<bf16, bf16, float>(ctx_, a.v, a.v_raw, MixWeight::Param(lam), ve,
+                                                   MixWeight::Param(lam + 1), nc);
+  }
+  return {};  // a.v is a.v_raw
+}
+
+Status Gpt::MlpForward(int64_t i, LayerActs& a) {
+  int64_t c = m_.model_dim, f = m_.hidden_dim();
+  const BlockOffsets& o = blocks_[i];
+  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, a.ln2, a.rstd2, a.x_mid, n_, c));
+  ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, a.fc, a.ln2, W(o.fc), n_, c, f));
+  ABLATE_RETURN_IF_ERROR(mlp_act_forward(ctx_, act_, a.fc, n_ * f, m_.mlp_act));
+  ABLATE_RETURN_IF_ERROR(CopyDevice(a.x_out, a.x_mid, n_ * c));
+  return matmul_forward<float>(ctx_, a.x_out, act_, W(o.mlp_proj), n_, f, c, Output::kAdd);
+}
+
+Status Gpt::HeadForward(const float* x, int64_t divisor, bool train) {
+  int64_t c = m_.model_dim, v = m_.vocab_size;
+  x_last_ = x;
+  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, lf_, lf_rstd_, x, n_, c));
+  if (train) {
+    float dloss = (1.f / float(divisor)) / float(n_);  // as the CPU: scale / n
+    ABLATE_RETURN_IF_ERROR(lm_head_forward_backward(ctx_, losses_, dln_, G(head_), lf_, W(head_),
+                                                    targets_, n_, c, v, m_.softcap, dloss,
+                                                    head_scratch_));
+  } else {
+    ABLATE_RETURN_IF_ERROR(
+        lm_head_forward(ctx_, losses_, lf_, W(head_), targets_, n_, c, v, m_.softcap,
+                        head_scratch_));
+  }
+  return loss_accumulate(ctx_, loss_acc_, losses_, n_, divisor);
+}
+
+}  // namespace ablate::cuda

@@ -1,0 +1,150 @@
+// The GPT of MODEL.md on one GPU: the CPU model (trainer/model/gpt.h) op for op, with the CUDA
+// twins of its ops. Parameters, gradients and optimizer state are fp32 in device memory in the
+// padded DeviceLayout; the GEMMs read a bf16 copy of the weights (RefreshWeights after every
+// change); activations are stored as the precision plan in trainer/README.md says (residual
+// stream fp32, GEMM and attention operands bf16). Not thread-safe; one host thread drives it.
+#ifndef ABLATE_TRAINER_CUDA_GPT_H_
+#define ABLATE_TRAINER_CUDA_GPT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainer/config/result.h"
+#include "trainer/cuda/cuda_context.h"
+#include "trainer/cuda/device_buffer.h"
+#include "trainer/cuda/device_layout.h"
+#include "trainer/cuda/dtype.h"
+#include "trainer/cuda/embedding.h"
+#include "trainer/cuda/rope.h"
+#include "trainer/cuda/softcap_cross_entropy.h"
+#include "trainer/model/gpt.h"
+#include "trainer/model/model_config.h"
+#include "trainer/model/param_layout.h"
+
+namespace ablate::cuda {
+
+struct LayerActs;
+
+class Gpt {
+ public:
+  // Allocates everything for micro-batches of b sequences of t tokens on ctx's device (which
+  // must outlive the model). Parameters and gradients start at zero. Error: the first failed
+  // allocation, naming the tensor.
+  static Result<std::unique_ptr<Gpt>> Create(CudaContext& ctx, const ModelConfig& m, int64_t b,
+                                             int64_t t);
+  ~Gpt();
+  Gpt(const Gpt&) = delete;
+  Gpt& operator=(const Gpt&) = delete;
+
+  const ModelConfig& config() const { return m_; }
+  const ParamLayout& layout() const { return layout_; }
+  const DeviceLayout& device_layout() const { return dev_; }
+  float* params() { return params_; }  // (device_layout().total()) fp32 master weights
+  float* grads() { return grads_; }    // (device_layout().total()) fp32
+  int64_t batch() const { return b_; }
+  int64_t seq() const { return t_; }
+  int64_t allocated_bytes() const { return allocated_; }
+
+  // host (layout().total()) in the CPU layout → params(), then RefreshWeights().
+  Status SetParams(const float* host);
+  Status GetParams(float* host);
+  Status GetGrads(float* host);
+  Status ZeroGrads();
+  // bf16 weights ← params(); call after every change of params().
+  Status RefreshWeights();
+
+  // tokens (B, T+1) int32 on the host: inputs [:, :T], targets [:, 1:]. windows: per-layer
+  // window blocks (LayerWindowBlocks). Adds (mean loss) / divisor to the loss accumulator.
+  // REQUIRES: inputs < embed_vocab_size, targets < vocab_size.
+  Status Forward(const int32_t* tokens, const std::vector<int64_t>& windows, int64_t divisor);
+  // As Forward, and grads() += d((mean loss) / divisor)/d(params).
+  Status ForwardBackward(const int32_t* tokens, const std::vector<int64_t>& windows,
+                         int64_t divisor);
+  // The loss accumulator (waits for the device), then resets it to 0.
+  Result<float> TakeLoss();
+  // Per-token losses (B·T) of the last forward (waits for the device).
+  Status GetLosses(float* host);
+
+ private:
+  Gpt(CudaContext& ctx, const ModelConfig& m, int64_t b, int64_t t);
+  template <class T>
+  Status Alloc(T** out, int64_t n, const std::string& what);
+  Status AllocateAll();
+  Status AllocateLayer(int64_t i, LayerActs& a);
+  Status AllocateBackward();
+
+  Status Stage(const int32_t* tokens, const std::vector<int64_t>& windows, bool train);
+  Result<int32_t*> StageWindow(int64_t window, std::vector<int64_t>& staged);
+  Status Run(const int32_t* tokens, const std::vector<int64_t>& windows, int64_t divisor,
+             bool train);
+  Status EmbedForward();
+  Result<const float*> BlockForward(int64_t i, const float* x);
+  Status AttentionForward(int64_t i, LayerActs& a);
+  Status ValueMixForward(int64_t i, LayerActs& a);
+  Status MlpForward(int64_t i, LayerActs& a);
+  Status HeadForward(const float* x, int64_t divisor, bool train);
+  Status Backward();
+  Status BlockBackward(int64_t i);
+  Status MlpBackward(int64_t i, LayerActs& a);
+  Status AttentionBackward(int64_t i, LayerActs& a);
+  Result<const float*> ValueMixBackward(int64_t i, LayerActs& a);
+  Status ShortcutBackward(int64_t i, LayerActs& a);
+  Status SkipBackward(int64_t i, LayerActs& a);
+  Status EmbedBackward();
+  Status CopyDevice(float* dst, const float* src, int64_t n);
+
+  float* P(int64_t off) { return params_ + off; }
+  float* G(int64_t off) { return grads_ + off; }
+  const bf16* W(int64_t off) const { return weights_ + off; }
+
+  CudaContext& ctx_;
+  ModelConfig m_;
+  ParamLayout layout_;
+  DeviceLayout dev_;
+  int64_t b_, t_, n_;  // n_ = b_ * t_
+  std::vector<BlockOffsets> blocks_;  // device offsets
+  int64_t embed_ = 0, head_ = 0, skip_ = -1;
+  int64_t first_attn_ = -1;
+  RopeTable rope_;
+
+  std::vector<DeviceBuffer<float>> f32_;
+  std::vector<DeviceBuffer<bf16>> b16_;
+  std::vector<DeviceBuffer<int32_t>> i32_;
+  int64_t allocated_ = 0;
+
+  float *params_ = nullptr, *grads_ = nullptr;
+  bf16* weights_ = nullptr;
+
+  // Inputs of the current micro-batch.
+  std::vector<int32_t> tokens_host_, inputs_host_, targets_host_, lo_host_;
+  int32_t *inputs_ = nullptr, *targets_ = nullptr;
+  int32_t *plan_ids_ = nullptr, *plan_offsets_ = nullptr, *plan_positions_ = nullptr;
+  DeviceEmbeddingPlan plan_;
+  std::vector<int32_t*> lo_slots_;  // (n_layer) × (B, T): one per distinct window in a forward
+
+  // Activations.
+  float *emb_ = nullptr, *emb_rstd_ = nullptr, *x0_ = nullptr;  // (BT, C), (BT), (BT, C)
+  std::vector<LayerActs> layers_;
+  const float* x_last_ = nullptr;
+  bf16* lf_ = nullptr;  // (BT, C)
+  float* lf_rstd_ = nullptr;
+  float *losses_ = nullptr, *loss_acc_ = nullptr;  // (BT), (1)
+  LmHeadScratch head_scratch_;
+  bf16* qkv_ = nullptr;  // (BT, 3C): the QKV product, then d(qkv) in the backward
+  bf16* act_ = nullptr;  // (BT, F): act(fc), recomputed per layer in the backward
+  float* ve_ = nullptr;  // (BT, C) value-embedding rows of the current layer
+
+  // Backward scratch (dx_ and dtmp_ swap roles).
+  float *dx_ = nullptr, *dtmp_ = nullptr, *dx0_ = nullptr, *dv1_ = nullptr, *dln_ = nullptr;
+  bf16 *dxb_ = nullptr, *datt_ = nullptr, *dact_ = nullptr;  // (BT, C), (BT, C), (BT, F)
+  float *dq_ = nullptr, *dk_ = nullptr, *dv_ = nullptr;      // (BT, C)
+  float *dq_raw_ = nullptr, *dk_raw_ = nullptr, *dv_raw_ = nullptr, *dve_ = nullptr;
+  float* d_rows_ = nullptr;       // (B, NH, T) attention's rowsum(dout ⊙ out)
+  std::vector<float*> dskip_;     // (L/2) × (BT, C)
+};
+
+}  // namespace ablate::cuda
+
+#endif  // ABLATE_TRAINER_CUDA_GPT_H_

@@ -1,0 +1,171 @@
+// CUDA GPT backward: the exact reverse of gpt.cc, step for step as trainer/model/gpt_backward.cc.
+// The head's backward GEMMs already ran inside the forward's chunk loop (dln_ holds d(final
+// norm output) and the head's weight gradient is accumulated), so this starts at the final norm.
+#include <utility>
+
+#include "trainer/cuda/attention.h"
+#include "trainer/cuda/convert.h"
+#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/gpt.h"
+#include "trainer/cuda/gpt_acts.h"
+#include "trainer/cuda/matmul.h"
+#include "trainer/cuda/mlp_act.h"
+#include "trainer/cuda/residual.h"
+#include "trainer/cuda/rmsnorm.h"
+
+namespace ablate::cuda {
+namespace {
+
+// dst (n) += src (n).
+Status AddInto(CudaContext& ctx, float* dst, const float* src, int64_t n) {
+  return residual_mix_forward<float, float, float>(ctx, dst, dst, MixWeight::Constant(1.f), src,
+                                                   MixWeight::Constant(1.f), n);
+}
+
+Status Zero(CudaContext& ctx, float* p, int64_t n) {
+  ABLATE_CUDA_CHECK(cudaMemsetAsync(p, 0, size_t(n) * 4, ctx.stream()));
+  return {};
+}
+
+}  // namespace
+
+Status Gpt::Backward() {
+  int64_t nc = n_ * m_.model_dim;
+  ABLATE_RETURN_IF_ERROR(Zero(ctx_, dx0_, nc));
+  if (dv1_ != nullptr) ABLATE_RETURN_IF_ERROR(Zero(ctx_, dv1_, nc));
+  for (float* d : dskip_) ABLATE_RETURN_IF_ERROR(Zero(ctx_, d, nc));
+  ABLATE_RETURN_IF_ERROR(rmsnorm_backward<float>(ctx_, dx_, dln_, x_last_, lf_rstd_, n_,
+                                                 m_.model_dim, Output::kOverwrite));
+  for (int64_t i = m_.n_layer - 1; i >= 0; --i) ABLATE_RETURN_IF_ERROR(BlockBackward(i));
+  ABLATE_RETURN_IF_ERROR(AddInto(ctx_, dx0_, dx_, nc));  // layer 0's input stream is x0
+  return EmbedBackward();
+}
+
+// On entry dx_ = d(x_out of layer i); on exit dx_ = d(x_prev of layer i).
+Status Gpt::BlockBackward(int64_t i) {
+  LayerActs& a = layers_[i];
+  int64_t half = m_.n_layer / 2, nc = n_ * m_.model_dim;
+  if (m_.unet_skips && i < half) ABLATE_RETURN_IF_ERROR(AddInto(ctx_, dx_, dskip_[i], nc));
+  ABLATE_RETURN_IF_ERROR(MlpBackward(i, a));
+  if (m_.HasAttention(i)) ABLATE_RETURN_IF_ERROR(AttentionBackward(i, a));
+  if (m_.embed_shortcut) ABLATE_RETURN_IF_ERROR(ShortcutBackward(i, a));
+  if (m_.unet_skips && i >= half) ABLATE_RETURN_IF_ERROR(SkipBackward(i, a));
+  return {};
+}
+
+// x_out = x_mid + act(ln2 Wfcᵀ) Wprojᵀ; leaves dx_ = d(x_mid).
+Status Gpt::MlpBackward(int64_t i, LayerActs& a) {
+  int64_t c = m_.model_dim, f = m_.hidden_dim();
+  const BlockOffsets& o = blocks_[i];
+  ABLATE_RETURN_IF_ERROR(to_bf16(ctx_, dxb_, dx_, n_ * c));
+  ABLATE_RETURN_IF_ERROR(mlp_act_forward(ctx_, act_, a.fc, n_ * f, m_.mlp_act));  // recompute
+  ABLATE_RETURN_IF_ERROR(matmul_backward<bf16>(ctx_, dact_, G(o.mlp_proj), dxb_, act_,
+                                               W(o.mlp_proj), n_, f, c, Output::kOverwrite));
+  ABLATE_RETURN_IF_ERROR(mlp_act_backward(ctx_, dact_, dact_, a.fc, n_ * f, m_.mlp_act));
+  ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx_, dln_, G(o.fc), dact_, a.ln2, W(o.fc), n_, c,
+                                                f, Output::kOverwrite));
+  return rmsnorm_backward<float>(ctx_, dx_, dln_, a.x_mid, a.rstd2, n_, c, Output::kAdd);
+}
+
+// x_mid = x_in + attention(norm(x_in)) Wprojᵀ; leaves dx_ = d(x_in).
+Status Gpt::AttentionBackward(int64_t i, LayerActs& a) {
+  int64_t c = m_.model_dim, nh = m_.n_head, hd = m_.head_dim;
+  const BlockOffsets& o = blocks_[i];
+  ABLATE_RETURN_IF_ERROR(to_bf16(ctx_, dxb_, dx_, n_ * c));
+  ABLATE_RETURN_IF_ERROR(matmul_backward<bf16>(ctx_, datt_, G(o.proj), dxb_, a.att, W(o.proj), n_,
+                                               c, c, Output::kOverwrite));
+  ABLATE_RETURN_IF_ERROR(attention_backward(ctx_, dq_, dk_, dv_, datt_, a.q, a.k, a.v, a.att,
+                                            a.lse, a.lo, d_rows_, b_, t_, nh, hd,
+                                            float(m_.AttentionScale())));
+  ABLATE_RETURN_IF_ERROR(rope_backward<float>(ctx_, dq_, dq_, rope_, b_, t_, nh, hd));
+  ABLATE_RETURN_IF_ERROR(rope_backward<float>(ctx_, dk_, dk_, rope_, b_, t_, nh, hd));
+  const float* dq_raw = dq_;
+  const float* dk_raw = dk_;
+  if (m_.qk_norm) {
+    ABLATE_RETURN_IF_ERROR(rmsnorm_backward<bf16>(ctx_, dq_raw_, dq_, a.q_raw, a.q_rstd, n_ * nh,
+                                                  hd, Output::kOverwrite));
+    ABLATE_RETURN_IF_ERROR(rmsnorm_backward<bf16>(ctx_, dk_raw_, dk_, a.k_raw, a.k_rstd, n_ * nh,
+                                                  hd, Output::kOverwrite));
+    dq_raw = dq_raw_;
+    dk_raw = dk_raw_;
+  }
+  Result<const float*> dv_raw = ValueMixBackward(i, a);
+  if (!dv_raw.ok()) return dv_raw.error();
+  ABLATE_RETURN_IF_ERROR(merge_qkv(ctx_, qkv_, dq_raw, dk_raw, *dv_raw, n_, c));
+  ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx_, dln_, G(o.qkv), qkv_, a.ln1, W(o.qkv), n_, c,
+                                                3 * c, Output::kOverwrite));
+  return rmsnorm_backward<float>(ctx_, dx_, dln_, a.x_in, a.rstd1, n_, c, Output::kAdd);
+}
+
+// dv_ = d(mixed v) → d(v_raw) (and d(v1), value-embedding and λ gradients). Returns where
+// d(v_raw) is.
+Result<const float*> Gpt::ValueMixBackward(int64_t i, LayerActs& a) {
+  int64_t nc = n_ * m_.model_dim;
+  const BlockOffsets& o = blocks_[i];
+  if (m_.value_residual) {
+    const float* lam = P(o.value_lambda);
+    float* dlam = G(o.value_lambda);
+    // v = (1 − λ)·v_raw + λ·v1, so dλ = Σ dv·v1 − Σ dv·v_raw.
+    MixGrads g{dv_raw_, Output::kOverwrite, dv1_, Output::kAdd, {dlam, -1.f}, {dlam, 1.f}};
+    ABLATE_RETURN_IF_ERROR(residual_mix_backward<bf16, bf16>(
+        ctx_, g, dv_, a.v_raw, MixWeight::OneMinus(lam), layers_[first_attn_].v_raw,
+        MixWeight::Param(lam), nc));
+    if (i == first_attn_) ABLATE_RETURN_IF_ERROR(AddInto(ctx_, dv_raw_, dv1_, nc));
+    return static_cast<const float*>(dv_raw_);
+  }
+  if (m_.value_embeds > 0) {
+    const float* lam = P(o.ve_lambdas);
+    float* dlam = G(o.ve_lambdas);
+    bool has_ve = o.ve_table >= 0;
+    if (has_ve) {  // the rows are gathered again rather than kept per layer
+      ABLATE_RETURN_IF_ERROR(
+          embedding_forward(ctx_, ve_, P(o.ve_table), inputs_, n_, m_.model_dim));
+    }
+    MixGrads g{dv_raw_, Output::kOverwrite, has_ve ? dve_ : nullptr, Output::kOverwrite,
+               {dlam, 1.f}, has_ve ? GradTarget{dlam + 1, 1.f} : GradTarget{}};
+    ABLATE_RETURN_IF_ERROR(residual_mix_backward<bf16, float>(
+        ctx_, g, dv_, a.v_raw, MixWeight::Param(lam), has_ve ? ve_ : nullptr,
+        MixWeight::Param(lam + 1), nc));
+    if (has_ve) {
+      ABLATE_RETURN_IF_ERROR(embedding_backward(ctx_, G(o.ve_table), dve_, plan_, m_.model_dim));
+    }
+    return static_cast<const float*>(dv_raw_);
+  }
+  return static_cast<const float*>(dv_);
+}
+
+// x_in = λ0·x_pre + λ1·x0; leaves dx_ = d(x_pre) and adds to dx0_.
+Status Gpt::ShortcutBackward(int64_t i, LayerActs& a) {
+  const float* lam = P(blocks_[i].lambdas);
+  float* dlam = G(blocks_[i].lambdas);
+  MixGrads g{dtmp_, Output::kOverwrite, dx0_, Output::kAdd, {dlam, 1.f}, {dlam + 1, 1.f}};
+  ABLATE_RETURN_IF_ERROR(residual_mix_backward<float, float>(ctx_, g, dx_, a.x_pre,
+                                                             MixWeight::Param(lam), x0_,
+                                                             MixWeight::Param(lam + 1),
+                                                             n_ * m_.model_dim));
+  std::swap(dx_, dtmp_);
+  return {};
+}
+
+// x_pre = x_prev + w·skip: dx passes through unchanged; the skip and w get their gradients.
+Status Gpt::SkipBackward(int64_t i, LayerActs& a) {
+  int64_t half = m_.n_layer / 2, src = m_.n_layer - 1 - i;
+  MixGrads g{nullptr, Output::kAdd, dskip_[src], Output::kAdd, {}, {G(skip_) + i - half, 1.f}};
+  return residual_mix_backward<float, float>(ctx_, g, dx_, a.x_prev, MixWeight::Constant(1.f),
+                                             layers_[src].x_out,
+                                             MixWeight::Param(P(skip_) + i - half),
+                                             n_ * m_.model_dim);
+}
+
+Status Gpt::EmbedBackward() {
+  int64_t c = m_.model_dim;
+  const float* demb = dx0_;
+  if (m_.embed_norm) {
+    ABLATE_RETURN_IF_ERROR(rmsnorm_backward<float>(ctx_, dtmp_, dx0_, emb_, emb_rstd_, n_, c,
+                                                   Output::kOverwrite));
+    demb = dtmp_;
+  }
+  return embedding_backward(ctx_, G(embed_), demb, plan_, c);
+}
+
+}  // namespace ablate::cuda

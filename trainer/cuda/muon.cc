@@ -1,0 +1,107 @@
+// Device Muon, host side: grouping, state, and the per-step sequence of kernels and batched
+// GEMMs for each group.
+#include "trainer/cuda/muon.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/matmul.h"
+#include "trainer/cuda/optim_kernels.h"
+
+namespace ablate::cuda {
+
+Muon::Muon(MuonConfig config, std::vector<MuonMatrix> matrices)
+    : config_(config), matrices_(std::move(matrices)) {
+  // (rows, cols) → group index: equal shapes share an orientation, so a group is one batch.
+  std::map<std::pair<int64_t, int64_t>, size_t> group_of;
+  int64_t total = 0;
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    const MuonMatrix& m = matrices_[i];
+    momentum_offsets_.push_back(total);
+    total += m.rows * m.cols;
+    auto it = group_of.find({m.rows, m.cols});
+    if (it == group_of.end()) {
+      it = group_of.emplace(std::make_pair(m.rows, m.cols), groups_.size()).first;
+      groups_.emplace_back();
+      groups_.back().r = std::min(m.rows, m.cols);
+      groups_.back().c = std::max(m.rows, m.cols);
+      groups_.back().transposed = m.rows > m.cols;
+    }
+    groups_[it->second].members.push_back(int64_t(i));
+  }
+}
+
+Status Muon::Init(CudaContext& ctx) {
+  int64_t total = 0;
+  for (const MuonMatrix& m : matrices_) total += m.rows * m.cols;
+  ABLATE_RETURN_IF_ERROR(momentum_.Allocate(total, "Muon's momentum"));
+  if (total > 0) {
+    ABLATE_CUDA_CHECK(
+        cudaMemsetAsync(momentum_.get(), 0, size_t(momentum_.bytes()), ctx.stream()));
+  }
+  for (Group& g : groups_) {
+    int64_t count = int64_t(g.members.size()), per = g.r * g.c;
+    std::string shape = std::to_string(g.r) + "x" + std::to_string(g.c);
+    ABLATE_RETURN_IF_ERROR(g.staging.Allocate(count * per, "Muon staging " + shape));
+    ABLATE_RETURN_IF_ERROR(g.inv_norm.Allocate(count, "Muon norms " + shape));
+    ABLATE_RETURN_IF_ERROR(g.x.Allocate(count * per, "Muon iterate " + shape));
+    ABLATE_RETURN_IF_ERROR(g.x_next.Allocate(count * per, "Muon iterate " + shape));
+    ABLATE_RETURN_IF_ERROR(g.a.Allocate(count * g.r * g.r, "Muon Gram " + shape));
+    ABLATE_RETURN_IF_ERROR(g.b.Allocate(count * g.r * g.r, "Muon polynomial " + shape));
+  }
+  return {};
+}
+
+// g.x ← the quintic iteration, batched over the group: A = X Xᵀ; B = c·A·A + b·A;
+// X ← B·X + a·X (bf16 storage, fp32 accumulation; the records' X = aX + BX).
+Status Muon::NewtonSchulz(CudaContext& ctx, Group& g) {
+  int count = int(g.members.size());
+  int64_t r = g.r, c = g.c;
+  float ka = float(config_.ns_coeffs[0]), kb = float(config_.ns_coeffs[1]),
+        kc = float(config_.ns_coeffs[2]);
+  GemmBatch gram{count, r * c, r * c, r * r};
+  GemmBatch poly{count, r * r, r * r, r * r};
+  GemmBatch next{count, r * r, r * c, r * c};
+  for (int s = 0; s < config_.ns_steps; ++s) {
+    ABLATE_RETURN_IF_ERROR(Gemm<bf16>(ctx, Trans::kNo, Trans::kYes, r, r, c, 1.f, g.x.get(), c,
+                                      g.x.get(), c, 0.f, nullptr, g.a.get(), r, gram));
+    ABLATE_RETURN_IF_ERROR(Gemm<bf16>(ctx, Trans::kNo, Trans::kNo, r, r, r, kc, g.a.get(), r,
+                                      g.a.get(), r, kb, g.a.get(), g.b.get(), r, poly));
+    ABLATE_RETURN_IF_ERROR(Gemm<bf16>(ctx, Trans::kNo, Trans::kNo, r, c, r, 1.f, g.b.get(), r,
+                                      g.x.get(), c, ka, g.x.get(), g.x_next.get(), c, next));
+    std::swap(g.x, g.x_next);
+  }
+  return {};
+}
+
+Status Muon::Step(CudaContext& ctx, float* params, const float* grads, double lr_mult,
+                  int64_t step) {
+  double lr = config_.lr * lr_mult;
+  float mu = float(config_.momentum.At(step));
+  for (Group& g : groups_) {
+    int64_t count = int64_t(g.members.size()), per = g.r * g.c;
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t index = g.members[j];
+      ABLATE_RETURN_IF_ERROR(muon_momentum(ctx, momentum_.get() + momentum_offsets_[index],
+                                           grads + matrices_[index].offset,
+                                           g.staging.get() + j * per, per, mu, config_.nesterov));
+    }
+    ABLATE_RETURN_IF_ERROR(muon_inv_norm(ctx, g.inv_norm.get(), g.staging.get(), count, per));
+    ABLATE_RETURN_IF_ERROR(
+        muon_pack(ctx, g.x.get(), g.staging.get(), g.inv_norm.get(), count, g.r, g.c,
+                  g.transposed));
+    ABLATE_RETURN_IF_ERROR(NewtonSchulz(ctx, g));
+    for (int64_t j = 0; j < count; ++j) {
+      const MuonMatrix& m = matrices_[g.members[j]];
+      float k = float(lr * MuonScale(config_.scale_rule, m.rows, m.cols));
+      ABLATE_RETURN_IF_ERROR(
+          muon_apply(ctx, params + m.offset, g.x.get() + j * per, m.rows, m.cols, g.transposed, k));
+    }
+  }
+  return {};
+}
+
+}  // namespace ablate::cuda

@@ -1,0 +1,128 @@
+// Kernels of the device Adam and Muon (their host sides: adam.cc, muon.cc).
+#include <cmath>
+
+#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/kernel_util.cuh"
+#include "trainer/cuda/optim_kernels.h"
+
+namespace ablate::cuda {
+namespace {
+
+using kernel::BlockSum;
+using kernel::FromFloat;
+using kernel::GridFor;
+using kernel::ToFloat;
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ int64_t GlobalThread() {
+  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t GridStride() { return int64_t(gridDim.x) * blockDim.x; }
+
+// ---- Adam ----------------------------------------------------------------------------------
+
+__global__ void AdamKernel(float* p, const float* g, float* m, float* v, int64_t n,
+                           AdamCoeffs k) {
+  for (int64_t i = GlobalThread(); i < n; i += GridStride()) {
+    float gi = g[i];
+    float mi = k.b1 * m[i] + k.one_minus_b1 * gi;
+    float vi = k.b2 * v[i] + k.one_minus_b2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= k.step_size * mi / (sqrtf(vi) * k.inv_bc2 + k.eps);
+  }
+}
+
+// ---- Muon ----------------------------------------------------------------------------------
+
+// buf = μ·buf + g; out = g + μ·buf (Nesterov) or buf.
+__global__ void MomentumKernel(float* buf, const float* g, float* out, int64_t n, float mu,
+                               bool nesterov) {
+  for (int64_t i = GlobalThread(); i < n; i += GridStride()) {
+    float b = mu * buf[i] + g[i];
+    buf[i] = b;
+    out[i] = nesterov ? g[i] + mu * b : b;
+  }
+}
+
+// Block j: inv_norm[j] = 1 / (‖staging[j]‖_F + 1e-7), summed in a fixed order.
+__global__ void __launch_bounds__(kThreads)
+    InvNormKernel(float* inv_norm, const float* staging, int64_t n) {
+  __shared__ float shared[32];
+  const float* x = staging + int64_t(blockIdx.x) * n;
+  float s = 0.f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += x[i] * x[i];
+  s = BlockSum(s, shared);
+  if (threadIdx.x == 0) inv_norm[blockIdx.x] = 1.f / (sqrtf(s) + 1e-7f);
+}
+
+// x (G, r, c) bf16 = normalised staging (G, rows, cols), transposed when rows > cols
+// (then r = cols, c = rows). Writes are in x's order.
+__global__ void PackKernel(bf16* x, const float* staging, const float* inv_norm, int64_t groups,
+                           int64_t r, int64_t c, bool transposed) {
+  int64_t per = r * c;
+  for (int64_t e = GlobalThread(); e < groups * per; e += GridStride()) {
+    int64_t j = e / per, xi = (e - j * per) / c, xj = e % c;
+    // Source (row, col) of the matrix as stored: (xi, xj), or (xj, xi) with r = its cols.
+    int64_t src = transposed ? xj * r + xi : xi * c + xj;
+    x[e] = FromFloat<bf16>(staging[j * per + src] * inv_norm[j]);
+  }
+}
+
+// p (rows, cols) -= k · X, X = x (r, c) or its transpose when the matrix was transposed.
+__global__ void ApplyKernel(float* p, const bf16* x, int64_t rows, int64_t cols, bool transposed,
+                            float k) {
+  for (int64_t e = GlobalThread(); e < rows * cols; e += GridStride()) {
+    int64_t i = e / cols, j = e % cols;
+    float u = ToFloat(x[transposed ? j * rows + i : e]);
+    p[e] -= k * u;
+  }
+}
+
+}  // namespace
+
+Status adam_update(CudaContext& ctx, float* p, const float* g, float* m, float* v, int64_t n,
+                   const AdamCoeffs& k) {
+  if (n == 0) return {};
+  AdamKernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(p, g, m, v, n, k);
+  ABLATE_CUDA_LAUNCH_CHECK("AdamKernel");
+  return {};
+}
+
+Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n,
+                     float mu, bool nesterov) {
+  if (n == 0) return {};
+  MomentumKernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(buf, g, out, n, mu,
+                                                                       nesterov);
+  ABLATE_CUDA_LAUNCH_CHECK("MomentumKernel");
+  return {};
+}
+
+Status muon_inv_norm(CudaContext& ctx, float* inv_norm, const float* staging, int64_t count,
+                     int64_t n) {
+  if (count == 0) return {};
+  InvNormKernel<<<unsigned(count), kThreads, 0, ctx.stream()>>>(inv_norm, staging, n);
+  ABLATE_CUDA_LAUNCH_CHECK("InvNormKernel");
+  return {};
+}
+
+Status muon_pack(CudaContext& ctx, bf16* x, const float* staging, const float* inv_norm,
+                 int64_t count, int64_t r, int64_t c, bool transposed) {
+  if (count * r * c == 0) return {};
+  PackKernel<<<GridFor(count * r * c, kThreads), kThreads, 0, ctx.stream()>>>(
+      x, staging, inv_norm, count, r, c, transposed);
+  ABLATE_CUDA_LAUNCH_CHECK("PackKernel");
+  return {};
+}
+
+Status muon_apply(CudaContext& ctx, float* p, const bf16* x, int64_t rows, int64_t cols,
+                  bool transposed, float k) {
+  if (rows * cols == 0) return {};
+  ApplyKernel<<<GridFor(rows * cols, kThreads), kThreads, 0, ctx.stream()>>>(p, x, rows, cols,
+                                                                             transposed, k);
+  ABLATE_CUDA_LAUNCH_CHECK("ApplyKernel");
+  return {};
+}
+
+}  // namespace ablate::cuda

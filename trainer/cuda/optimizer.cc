@@ -1,0 +1,48 @@
+// Group assignment in the device layout (the CPU's optimizer.cc does the same in its own).
+#include "trainer/cuda/optimizer.h"
+
+#include <vector>
+
+namespace ablate::cuda {
+namespace {
+
+// Every Muon matrix, merged qkv as its 3 slices, at device offsets.
+std::vector<MuonMatrix> DeviceMuonMatrices(const DeviceLayout& layout) {
+  std::vector<MuonMatrix> out;
+  for (const ParamInfo& p : layout.host().params()) {
+    if (p.group != ParamGroup::kMuon) continue;
+    int64_t rows = p.shape[p.shape.size() - 2], cols = p.shape.back();
+    int64_t slices = p.numel / (rows * cols);
+    for (int64_t s = 0; s < slices; ++s) {
+      out.push_back({layout.Map(p.offset) + s * rows * cols, rows, cols});
+    }
+  }
+  return out;
+}
+
+std::vector<AdamSpan> DeviceAdamSpans(const OptimConfig& c, const DeviceLayout& layout) {
+  std::vector<AdamSpan> out;
+  for (const ParamInfo& p : layout.host().params()) {
+    if (p.group != ParamGroup::kMuon) out.push_back({layout.Map(p.offset), p.numel, c.BaseLr(p.group)});
+  }
+  return out;
+}
+
+}  // namespace
+
+Optimizer::Optimizer(const OptimConfig& config, const DeviceLayout& layout)
+    : config_(config), muon_(config.muon, DeviceMuonMatrices(layout)),
+      adam_(config.adam, DeviceAdamSpans(config, layout)) {}
+
+Status Optimizer::Init(CudaContext& ctx) {
+  ABLATE_RETURN_IF_ERROR(muon_.Init(ctx));
+  return adam_.Init(ctx);
+}
+
+Status Optimizer::Step(CudaContext& ctx, float* params, const float* grads, int64_t step) {
+  double mult = LrMultiplier(step);
+  ABLATE_RETURN_IF_ERROR(adam_.Step(ctx, params, grads, mult));
+  return muon_.Step(ctx, params, grads, mult, step);
+}
+
+}  // namespace ablate::cuda

@@ -1,0 +1,56 @@
+// The loss head: optional logit softcap (tanh or sigmoid), softmax cross-entropy and its
+// gradient as one fused classifier kernel, and the whole output head in row chunks.
+// CPU twin: trainer/cpu/softcap_cross_entropy.h.
+//
+// Fusion and precision: the head GEMM writes fp32 logits for one chunk of rows; the classifier
+// reads each row twice (max/sum, then the gradient) and writes the loss and, when training,
+// dloss·d(loss)/d(raw logits) as bf16, the operand of the two backward GEMMs that follow at
+// once. No (N, V) tensor is ever allocated: a chunk's logits and dlogits are reused by the next.
+#ifndef ABLATE_TRAINER_CUDA_SOFTCAP_CROSS_ENTROPY_H_
+#define ABLATE_TRAINER_CUDA_SOFTCAP_CROSS_ENTROPY_H_
+
+#include <cstdint>
+
+#include "trainer/config/result.h"
+#include "trainer/cpu/softcap_cross_entropy.h"
+#include "trainer/cuda/cuda_context.h"
+#include "trainer/cuda/dtype.h"
+
+namespace ablate::cuda {
+
+using cpu::Softcap;
+using cpu::SoftcapKind;
+
+// losses (N) = logsumexp(capped row) − capped[target] for raw logits (N, V) fp32. When dlogits
+// is non-null, also dlogits (N, V) bf16 = dloss · d(loss)/d(raw logits) in the same pass (the
+// CPU twin's softcap_cross_entropy_forward then _backward). REQUIRES: 0 <= targets[i] < V.
+Status softcap_cross_entropy_forward(CudaContext& ctx, float* losses, bf16* dlogits,
+                                     const float* logits, const int32_t* targets, int64_t n,
+                                     int64_t v, Softcap cap, float dloss);
+
+// acc (1 float) += (Σ losses / n) / divisor, summed in a fixed order.
+Status loss_accumulate(CudaContext& ctx, float* acc, const float* losses, int64_t n,
+                       int64_t divisor);
+
+// Scratch of the chunked head: chunk_rows rows of fp32 logits and bf16 dlogits.
+struct LmHeadScratch {
+  float* logits = nullptr;  // (chunk_rows, V)
+  bf16* dlogits = nullptr;  // (chunk_rows, V); may be null for evaluation only
+  int64_t chunk_rows = 0;
+};
+
+// losses (N) of the head: logits = x (N, C) · wᵀ, w (V, C), then the classifier, chunk by chunk.
+Status lm_head_forward(CudaContext& ctx, float* losses, const bf16* x, const bf16* w,
+                       const int32_t* targets, int64_t n, int64_t c, int64_t v, Softcap cap,
+                       const LmHeadScratch& scratch);
+
+// As lm_head_forward, and in the same chunk loop the backward of dloss · Σ losses:
+// dx (N, C) fp32 = the gradient (overwrites), dw (V, C) fp32 += the gradient.
+Status lm_head_forward_backward(CudaContext& ctx, float* losses, float* dx, float* dw,
+                                const bf16* x, const bf16* w, const int32_t* targets, int64_t n,
+                                int64_t c, int64_t v, Softcap cap, float dloss,
+                                const LmHeadScratch& scratch);
+
+}  // namespace ablate::cuda
+
+#endif  // ABLATE_TRAINER_CUDA_SOFTCAP_CROSS_ENTROPY_H_

@@ -1,0 +1,46 @@
+// CpuEngine. The loss arithmetic (float sums of loss / divisor) is the loop's former own, so
+// CPU runs are bit-identical across the refactoring.
+#include "trainer/train/cpu_engine.h"
+
+#include <algorithm>
+
+#include "trainer/cpu/parallel.h"
+#include "trainer/model/param_init.h"
+
+namespace ablate {
+
+CpuEngine::CpuEngine(const RunPlan& plan, Communicator& comm)
+    : plan_(plan), comm_(comm), gpt_(plan.model, plan.micro_batch, plan.model.seq_len),
+      optimizer_(plan.optim, gpt_.layout(), comm.rank(), comm.world_size()) {}
+
+Status CpuEngine::Init(uint64_t seed) {
+  cpu::SetThreads(plan_.threads_per_rank);
+  if (comm_.rank() == 0) InitParams(plan_.model, gpt_.layout(), seed, gpt_.params().data());
+  return comm_.Broadcast(gpt_.params(), 0);
+}
+
+Status CpuEngine::ZeroGrads() {
+  std::fill(gpt_.grads().begin(), gpt_.grads().end(), 0.f);
+  return {};
+}
+
+Status CpuEngine::Accumulate(const int32_t* tokens, const std::vector<int64_t>& windows,
+                             int64_t divisor, Pass pass) {
+  loss_ += gpt_.Forward(tokens, windows) / float(divisor);
+  if (pass == Pass::kTrain) gpt_.Backward(1.f / float(divisor));
+  return {};
+}
+
+Result<float> CpuEngine::TakeLoss() {
+  float loss = loss_;
+  loss_ = 0.f;
+  return loss;
+}
+
+Status CpuEngine::Step(int64_t step) {
+  Status s = comm_.AllReduce(gpt_.grads(), ReduceOp::kAvg);
+  if (!s.ok()) return s;
+  return optimizer_.Step(gpt_.params().data(), gpt_.grads().data(), step, comm_);
+}
+
+}  // namespace ablate
