@@ -19,6 +19,7 @@ Typical session:
   ablate submit examples/demo-tiny.yaml             # store it; prints the sweep id
   ablate watch 1                                     # live progress until it finishes
   ablate runs --sweep 1 --state failed               # what went wrong
+  ablate compare 1                                   # which ablation is faster, and is it real
   ablate --json sweep 1 | jq .variants               # scripts read JSON)";
 
 // Adds a required positional id (a sweep or run) to a subcommand.

@@ -140,10 +140,11 @@ std::vector<std::string> SummaryCells(const v1::SampleSummary& s) {
 }
 
 std::vector<std::string> DeltaCells(const v1::MetricDelta& d) {
-  return {CsvNumber(d.has_difference(), d.difference()), CsvNumber(d.has_ci_low(), d.ci_low()),
-          CsvNumber(d.has_ci_high(), d.ci_high()), CsvNumber(d.has_relative(), d.relative()),
-          CsvNumber(d.has_welch(), d.welch().p_value()), CsvNumber(d.has_p_holm(), d.p_holm()),
-          CsvNumber(d.has_paired(), d.paired().p_value()), CsvText(d.verdict())};
+  return {
+      CsvNumber(d.has_difference(), d.difference()),   CsvNumber(d.has_ci_low(), d.ci_low()),
+      CsvNumber(d.has_ci_high(), d.ci_high()),         CsvNumber(d.has_relative(), d.relative()),
+      CsvNumber(d.has_welch(), d.welch().p_value()),   CsvNumber(d.has_p_holm(), d.p_holm()),
+      CsvNumber(d.has_paired(), d.paired().p_value()), CsvText(d.verdict())};
 }
 
 constexpr const char* kCsvHeader =

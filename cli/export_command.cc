@@ -54,10 +54,10 @@ json PointJson(const v1::MetricPoint& p) {
 }
 
 json AttemptJson(const v1::Attempt& a) {
-  return {{"number", a.number()},         {"worker_id", a.worker_id()},
-          {"state", a.state()},           {"exit_code", a.exit_code()},
-          {"error", a.error()},           {"started_ms", a.started_ms()},
-          {"finished_ms", a.finished_ms()}};
+  return {
+      {"number", a.number()},          {"worker_id", a.worker_id()}, {"state", a.state()},
+      {"exit_code", a.exit_code()},    {"error", a.error()},         {"started_ms", a.started_ms()},
+      {"finished_ms", a.finished_ms()}};
 }
 
 json RunJson(const v1::ExportedRun& e) {

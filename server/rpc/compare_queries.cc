@@ -126,10 +126,9 @@ absl::StatusOr<SweepRows> LoadSweepRows(const Store& store, int64_t sweep_id) {
       out.ablations.push_back(std::move(rows));
     }
   }
-  std::sort(out.ablations.begin(), out.ablations.end(),
-            [](const VariantRows& a, const VariantRows& b) {
-              return a.variant.index < b.variant.index;
-            });
+  std::sort(
+      out.ablations.begin(), out.ablations.end(),
+      [](const VariantRows& a, const VariantRows& b) { return a.variant.index < b.variant.index; });
   return out;
 }
 

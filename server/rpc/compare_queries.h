@@ -48,8 +48,7 @@ RunOutcome ToOutcome(const Run& run);
 
 // Per-variant statistics of sweep `sweep_id`, baseline first, each ablation against the baseline,
 // with verdicts and the method paragraph.
-absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store,
-                                                              int64_t sweep_id);
+absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store, int64_t sweep_id);
 
 // Every published record, oldest first, each record with a preset beside this cluster's own
 // runs of that preset.

@@ -69,8 +69,8 @@ std::vector<double> MetricValues(std::span<const RunOutcome> runs, Metric metric
 VariantStats SummarizeVariant(std::span<const RunOutcome> runs) {
   VariantStats s;
   s.n = static_cast<int>(runs.size());
-  s.n_reached = static_cast<int>(
-      std::count_if(runs.begin(), runs.end(), [](const RunOutcome& r) { return r.reached_target; }));
+  s.n_reached = static_cast<int>(std::count_if(
+      runs.begin(), runs.end(), [](const RunOutcome& r) { return r.reached_target; }));
   if (s.n > 0) s.reached_fraction = static_cast<double>(s.n_reached) / s.n;
   s.final_val_loss = SummarizeSample(MetricValues(runs, Metric::kFinalValLoss));
   s.time_to_target_ms = SummarizeSample(MetricValues(runs, Metric::kTimeToTarget));

@@ -32,12 +32,12 @@ struct RunOutcome {
 };
 
 struct VariantStats {
-  int n = 0;                                // runs given
-  int n_reached = 0;                        // runs with reached_target
-  std::optional<double> reached_fraction;   // n_reached / n; empty when n = 0
-  SampleStats final_val_loss;               // nats, over runs that have a final val loss
-  SampleStats time_to_target_ms;            // ms, over reached runs that have a time
-  SampleStats mean_step_ms;                 // ms, over runs that have one
+  int n = 0;                               // runs given
+  int n_reached = 0;                       // runs with reached_target
+  std::optional<double> reached_fraction;  // n_reached / n; empty when n = 0
+  SampleStats final_val_loss;              // nats, over runs that have a final val loss
+  SampleStats time_to_target_ms;           // ms, over reached runs that have a time
+  SampleStats mean_step_ms;                // ms, over runs that have one
 };
 
 VariantStats SummarizeVariant(std::span<const RunOutcome> runs);
@@ -62,10 +62,10 @@ inline constexpr int kMinRunsToTell = 3;
 struct MetricComparison {
   int n_variant = 0;
   int n_baseline = 0;
-  std::optional<double> difference;      // set when both sides have at least 1 value
-  std::optional<TTestResult> welch;      // two-sided; its ci_half_width is the CI of difference
-  std::optional<TTestResult> paired;     // two-sided; only when seeds pair one to one
-  std::optional<double> welch_p_holm;    // Welch p Holm-adjusted across the sweep (CompareSweep)
+  std::optional<double> difference;    // set when both sides have at least 1 value
+  std::optional<TTestResult> welch;    // two-sided; its ci_half_width is the CI of difference
+  std::optional<TTestResult> paired;   // two-sided; only when seeds pair one to one
+  std::optional<double> welch_p_holm;  // Welch p Holm-adjusted across the sweep (CompareSweep)
   bool underpowered = true;
 };
 

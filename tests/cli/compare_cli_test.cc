@@ -67,18 +67,27 @@ using Outcomes = std::map<std::string, std::vector<Outcome>>;  // by variant, se
 
 const Outcomes kTinyOutcomes = {
     {"baseline",
-     {{2.1901, true, 12010, 40.1}, {2.1893, true, 11870, 39.8}, {2.1910, true, 12150, 40.4},
+     {{2.1901, true, 12010, 40.1},
+      {2.1893, true, 11870, 39.8},
+      {2.1910, true, 12150, 40.4},
       {2.1897, true, 11940, 40.0}}},
     {"softcap-15",
-     {{2.1899, true, 11020, 36.9}, {2.1905, true, 10950, 36.6}, {2.1889, true, 11180, 37.2},
+     {{2.1899, true, 11020, 36.9},
+      {2.1905, true, 10950, 36.6},
+      {2.1889, true, 11180, 37.2},
       {2.1902, true, 11060, 37.0}}},
     {"no-shortcut",
-     {{2.2031, false, 0, 40.2}, {2.1985, true, 12890, 40.0}, {2.2062, false, 0, 40.3},
+     {{2.2031, false, 0, 40.2},
+      {2.1985, true, 12890, 40.0},
+      {2.2062, false, 0, 40.3},
       {2.2040, false, 0, 40.1}}},
     {"no-warmup",
-     {{2.2301, false, 0, 40.0}, {2.2255, false, 0, 39.9}, {2.2322, false, 0, 40.2},
+     {{2.2301, false, 0, 40.0},
+      {2.2255, false, 0, 39.9},
+      {2.2322, false, 0, 40.2},
       {2.2287, false, 0, 40.1}}},
-    {"adam-beta1-0.8", {{2.1895, true, 11990, 40.0}, {2.1908, true, 12080, 40.2}, {-1, false, 0, 0}}},
+    {"adam-beta1-0.8",
+     {{2.1895, true, 11990, 40.0}, {2.1908, true, 12080, 40.2}, {-1, false, 0, 0}}},
 };
 
 const Outcomes kGpuOutcomes = {
@@ -97,7 +106,8 @@ std::vector<MetricPoint> Curve(const Outcome& o, int seed) {
     MetricPoint p;
     p.step = step;
     p.train_loss = o.final_val_loss + 3.0 * std::exp(-step / 10.0) + 0.001 * seed;
-    if (step % 25 == 0) p.val_loss = step == kCurveSteps ? o.final_val_loss : o.final_val_loss + 0.05;
+    if (step % 25 == 0)
+      p.val_loss = step == kCurveSteps ? o.final_val_loss : o.final_val_loss + 0.05;
     if (step > 1) p.lr = 0.01 * (1.0 - step / 60.0);
     p.step_ms = o.step_ms + 0.1 * (step % 3);
     if (step > 2) {
@@ -200,7 +210,7 @@ class CompareCliTest : public ::testing::Test {
       filler.AddSweep(kGpuSpec, kGpuOutcomes, "gpu-node");
       filler.AddSweep(kNoBaselineSpec, kTinyOutcomes, "laptop");
       points_ = filler.points().at(1);  // the tiny sweep's
-    }  // closed before the coordinator opens it
+    }                                   // closed before the coordinator opens it
     StartCoordinator();
   }
 

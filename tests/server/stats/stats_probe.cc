@@ -58,8 +58,8 @@ std::vector<RunOutcome> Outcomes(const std::vector<double>& triples) {
 
 void AppendSample(const SampleStats& s, std::vector<double>& out) {
   const double nan = std::nan("");
-  out.insert(out.end(), {static_cast<double>(s.n), s.mean.value_or(nan),
-                         s.ci_half_width.value_or(nan)});
+  out.insert(out.end(),
+             {static_cast<double>(s.n), s.mean.value_or(nan), s.ci_half_width.value_or(nan)});
 }
 
 void PrintVariant(const std::vector<double>& triples) {

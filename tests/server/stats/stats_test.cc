@@ -74,7 +74,8 @@ TEST(SampleStatsTest, DegenerateSizes) {
 
 TEST(WelchTest, SmallGroups) {
   // r = stats.ttest_ind(a, b, equal_var=False); va = np.var(a, ddof=1)/len(a); vb likewise;
-  // df = (va+vb)**2/(va**2/(len(a)-1) + vb**2/(len(b)-1)); half = stats.t.ppf(0.975, df)*np.sqrt(va+vb)
+  // df = (va+vb)**2/(va**2/(len(a)-1) + vb**2/(len(b)-1)); half = stats.t.ppf(0.975,
+  // df)*np.sqrt(va+vb)
   const auto r = WelchTest(kSmallA, kSmallB);
   ASSERT_TRUE(r);
   ExpectRel(r->t, 2.0711054756109366);
@@ -135,7 +136,7 @@ TEST(PairedTest, MatchesTtestRel) {
   ExpectRel(r->df, 5.0);
   ExpectRel(r->difference, -0.00081666666666653975, 1e-8);
   ExpectRel(r->ci_half_width, 0.00036605101399480146);
-  EXPECT_FALSE(PairedTest(kPairA, kSmallB));  // lengths differ
+  EXPECT_FALSE(PairedTest(kPairA, kSmallB));            // lengths differ
   EXPECT_EQ(PairedTest(kPairA, kPairA)->p_value, 1.0);  // identical pairs
 }
 
@@ -253,7 +254,7 @@ TEST(CompareTest, UnderpoweredWithOneRun) {
 TEST(CompareTest, UnderpoweredBelowThreeRunsASide) {
   const std::vector<double> two = {3.2790, 3.2801};
   const MetricComparison c = CompareMetric(Runs(two), Runs(kPairB), Metric::kFinalValLoss);
-  ASSERT_TRUE(c.welch);  // a test exists at n = 2 ...
+  ASSERT_TRUE(c.welch);         // a test exists at n = 2 ...
   EXPECT_TRUE(c.underpowered);  // ... but is too weak to judge
   EXPECT_FALSE(CompareMetric(Runs(kSmallA), Runs(kPairB), Metric::kFinalValLoss).underpowered);
 }

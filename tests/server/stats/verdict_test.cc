@@ -39,8 +39,7 @@ TEST(MetricVerdictTest, SignificantDirectionsPerMetric) {
 TEST(MetricVerdictTest, NotSignificantUnderpoweredAndMissing) {
   const VariantStats all = Reached(4, 4);
   EXPECT_EQ(MetricVerdict(Compared(-0.002, 0.05), Metric::kFinalValLoss, all), "no difference");
-  EXPECT_EQ(MetricVerdict(Compared(-0.002, 0.001, 2), Metric::kFinalValLoss, all),
-            "underpowered");
+  EXPECT_EQ(MetricVerdict(Compared(-0.002, 0.001, 2), Metric::kFinalValLoss, all), "underpowered");
   MetricComparison empty;
   empty.n_baseline = 4;
   EXPECT_EQ(MetricVerdict(empty, Metric::kFinalValLoss, Reached(0, 0)), "no data");
