@@ -17,6 +17,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "server/core/change_feed.h"
+#include "server/http/dashboard_server.h"
+#include "server/http/web_root.h"
 #include "server/rpc/ablate_service.h"
 #include "server/rpc/token_auth.h"
 #include "server/rpc/worker_service.h"
@@ -33,6 +35,9 @@ struct Flags {
   std::string tls_cert;
   std::string tls_key;
   std::string port_file;
+  std::string http = "127.0.0.1:8080";  // "off" = no dashboard
+  std::string http_port_file;
+  std::string web_root;
   int64_t lease_ms = 10000;
   int64_t heartbeat_ms = 1000;
   int64_t cancel_grace_ms = 10000;
@@ -102,6 +107,49 @@ StoreOptions CoordinatorStoreOptions() {
   return o;
 }
 
+// Writes `port` to `path` atomically (readers never see a partial file); no-op for "".
+void WritePortFile(const std::string& path, int port) {
+  if (path.empty()) return;
+  std::error_code ec;
+  std::ofstream(path + ".tmp") << port << "\n";
+  std::filesystem::rename(path + ".tmp", path, ec);
+}
+
+// The dashboard (HTTP, JSON API, live updates) unless --http off; null then.
+absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, Store* store,
+                                                                ChangeFeed* feed,
+                                                                const ServiceHooks& hooks,
+                                                                const std::string& client_token) {
+  if (f.http == "off") return nullptr;
+  DashboardOptions options;
+  options.listen = f.http;
+  options.client_token = client_token;
+  std::vector<std::string> roots = {f.web_root};
+  if (f.web_root.empty()) {
+    roots = DefaultWebRoots(std::filesystem::read_symlink("/proc/self/exe").string(),
+                            ABLATE_SOURCE_WEB_DIR);
+  }
+  absl::StatusOr<std::string> root = FindWebRoot(roots);
+  if (root.ok()) {
+    options.web_root = *root;
+    if (std::string w = MissingVendorWarning(*root); !w.empty()) {
+      std::cerr << "ablate-coordinator: " << w << "\n";
+    }
+  } else if (!f.web_root.empty()) {
+    return root.status();  // asked for explicitly: a mistake worth stopping for
+  } else {
+    std::cerr << "ablate-coordinator: serving the JSON API without pages: " << root.status().message()
+              << "\n";
+  }
+  absl::StatusOr<std::unique_ptr<DashboardServer>> server =
+      DashboardServer::Start(options, store, feed, hooks);
+  if (!server.ok()) return server.status();
+  std::cout << "ablate-coordinator dashboard on http://" << (*server)->host() << ":"
+            << (*server)->port() << "/" << std::endl;
+  WritePortFile(f.http_port_file, (*server)->port());
+  return server;
+}
+
 int Serve(const Flags& f) {
   sigset_t signals = BlockShutdownSignals();
   absl::StatusOr<std::string> client_token = ReadToken(f.client_token_file);
@@ -140,9 +188,17 @@ int Serve(const Flags& f) {
   ServiceHooks hooks;
   hooks.on_cancel = [&](const std::vector<int64_t>& runs) { dispatcher.CancelRuns(runs); };
   hooks.runs_by_worker = [&] { return dispatcher.RunsByWorker(); };
+  hooks.waiting_reasons = [&] { return dispatcher.WaitingReasons(); };
   hooks.on_submit = [&] { dispatcher.Kick(); };
   AblateServiceImpl client_service(store->get(), &feed, &auth, hooks);
   WorkerServiceImpl worker_service(&dispatcher, &auth);
+  absl::StatusOr<std::unique_ptr<DashboardServer>> dashboard =
+      StartDashboard(f, store->get(), &feed, hooks, *client_token);
+  if (!dashboard.ok()) {
+    std::cerr << "ablate-coordinator: " << dashboard.status().message() << "\n";
+    dispatcher.Stop();
+    return 1;
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -166,6 +222,7 @@ int Serve(const Flags& f) {
   std::thread waiter = WaitForSignal(signals, [&](int sig) {
     std::cerr << "ablate-coordinator: signal " << sig << ", shutting down" << std::endl;
     feed.Close();
+    if (*dashboard) (*dashboard)->Stop();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   });
   server->Wait();
@@ -201,6 +258,15 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", f.tls_cert, "PEM certificate: serve TLS (needs --tls-key)");
   app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert");
   app.add_option("--port-file", f.port_file, "write the bound port here once listening");
+  app.add_option("--http", f.http,
+                 "HOST:PORT of the web dashboard and its JSON API; port 0 picks a free one; "
+                 "'off' serves none")
+      ->capture_default_str();
+  app.add_option("--http-port-file", f.http_port_file,
+                 "write the dashboard's bound port here once listening");
+  app.add_option("--web-root", f.web_root,
+                 "folder with the dashboard's static/ and node_modules/ (default: installed "
+                 "share/ablate/web, or the source tree's web/)");
   app.add_option("--lease-ms", f.lease_ms,
                  "a worker silent this long loses its runs (requeued, not counted as failures)")
       ->capture_default_str()->check(CLI::PositiveNumber);

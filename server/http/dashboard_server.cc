@@ -1,0 +1,149 @@
+// The HTTP server: binds, installs the auth check and the route tables, serves on its own
+// thread pool, and stops cleanly with live streams open.
+#include "server/http/dashboard_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <charconv>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/http/api_queries.h"
+#include "server/http/http_auth.h"
+#include "server/http/http_routes.h"
+#include "server/http/json_reply.h"
+
+namespace ablate {
+namespace {
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
+
+// "127.0.0.1:8080", "localhost:0", "[::1]:8080".
+absl::StatusOr<HostPort> ParseListen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  auto bad = [&](const char* why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http '", listen, "': ", why, " (want HOST:PORT, e.g. 127.0.0.1:8080)"));
+  };
+  if (colon == std::string::npos || colon == 0) return bad("no host");
+  HostPort hp;
+  hp.host = listen.substr(0, colon);
+  if (hp.host.size() >= 2 && hp.host.front() == '[' && hp.host.back() == ']') {
+    hp.host = hp.host.substr(1, hp.host.size() - 2);
+  }
+  std::string_view port = std::string_view(listen).substr(colon + 1);
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), hp.port);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || hp.port < 0 ||
+      hp.port > 65535) {
+    return bad("the port must be a number from 0 to 65535");
+  }
+  return hp;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The API needs the client token, except to ask whether it does and to log in.
+bool NeedsToken(const std::string& path) {
+  return absl::StartsWith(path, "/api/") && path != "/api/auth" && path != "/api/login" &&
+         path != "/api/logout";
+}
+
+void InstallChecks(httplib::Server& http, const DashboardOptions& options) {
+  const std::string token = options.client_token;
+  http.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+    if (absl::StartsWith(req.path, "/api/")) {
+      res.set_header("X-Ablate-Now-Ms", std::to_string(NowMs()));
+      res.set_header("Cache-Control", "no-store");
+    }
+    if (!NeedsToken(req.path) ||
+        RequestAuthorized(req.get_header_value("Authorization"), req.get_header_value("Cookie"),
+                          token)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    ReplyJson(res, absl::UnauthenticatedError(
+                       "this coordinator requires its client token: send 'Authorization: Bearer "
+                       "<token>' or log in at /login"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Unknown paths and handler failures that set no body of their own.
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.has_header("Content-Type") || res.has_header("Location")) return;  // answered
+    std::string what = absl::StrCat("no such ", absl::StartsWith(req.path, "/api/") ? "API " : "",
+                                    "path: ", req.method, " ", req.path);
+    if (res.status == 404) ReplyJson(res, absl::NotFoundError(what));
+  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        ReplyJson(res, absl::InternalError(absl::StrCat("request failed: ", what)));
+      });
+  // Nothing may come from elsewhere (air-gapped clusters; no CDN).
+  http.set_default_headers({{"Content-Security-Policy",
+                             "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                             "img-src 'self' data:; frame-ancestors 'none'"},
+                            {"X-Content-Type-Options", "nosniff"},
+                            {"Referrer-Policy", "no-referrer"}});
+}
+
+}  // namespace
+
+DashboardServer::DashboardServer(DashboardOptions options, Store* store, ChangeFeed* feed,
+                                 ServiceHooks hooks)
+    : options_(std::move(options)),
+      feed_(feed),
+      queries_(std::make_unique<ApiQueries>(store, feed, std::move(hooks),
+                                            options_.curve_cache_points)),
+      http_(std::make_unique<httplib::Server>()) {}
+
+absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(DashboardOptions options,
+                                                                        Store* store,
+                                                                        ChangeFeed* feed,
+                                                                        ServiceHooks hooks) {
+  absl::StatusOr<HostPort> hp = ParseListen(options.listen);
+  if (!hp.ok()) return hp.status();
+  std::unique_ptr<DashboardServer> server(
+      new DashboardServer(std::move(options), store, feed, std::move(hooks)));
+  httplib::Server& http = *server->http_;
+  const int threads = server->options_.max_live_streams + 16;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  InstallChecks(http, server->options_);
+  RouteContext ctx{server->queries_.get(), feed, &server->options_, &server->stopping_,
+                   &server->live_streams_};
+  AddApiRoutes(http, ctx);
+  AddLiveRoutes(http, ctx);
+  AddPageRoutes(http, ctx);
+  server->host_ = hp->host;
+  server->port_ = hp->port == 0 ? http.bind_to_any_port(hp->host)
+                                : (http.bind_to_port(hp->host, hp->port) ? hp->port : -1);
+  if (server->port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen for HTTP on ", server->options_.listen,
+        " (address in use or not on this machine); choose another with --http HOST:PORT"));
+  }
+  server->thread_ = std::thread([&http] { http.listen_after_bind(); });
+  return server;
+}
+
+void DashboardServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+DashboardServer::~DashboardServer() { Stop(); }
+
+}  // namespace ablate

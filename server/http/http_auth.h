@@ -1,0 +1,37 @@
+// The dashboard's client-token check (DESIGN §4): when the coordinator has a client token, every
+// API request must carry it, as `Authorization: Bearer <token>` or as the cookie that the login
+// form sets (EventSource cannot send headers, so the browser relies on the cookie).
+// Pure functions over header values; no HTTP library types.
+#ifndef ABLATE_SERVER_HTTP_HTTP_AUTH_H_
+#define ABLATE_SERVER_HTTP_HTTP_AUTH_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ablate {
+
+inline constexpr std::string_view kTokenCookie = "ablate_token";
+
+// Compares in time that depends only on the lengths, so a wrong guess reveals nothing of where it
+// went wrong.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+// The token of an `Authorization: Bearer <token>` header value; nullopt for any other scheme.
+std::optional<std::string_view> BearerToken(std::string_view authorization);
+
+// The value of cookie `name` in a `Cookie:` header value ("a=1; b=2"), nullopt when absent.
+std::optional<std::string_view> CookieValue(std::string_view cookie_header, std::string_view name);
+
+// True when `expected` is empty (no token configured) or either header carries it.
+bool RequestAuthorized(std::string_view authorization, std::string_view cookie_header,
+                       std::string_view expected);
+
+// Set-Cookie values that store the token (hex-encoded) for the browser session / remove it.
+// The cookie is HttpOnly (page scripts never see it) and SameSite=Strict (no cross-site use).
+std::string LoginCookie(std::string_view token);
+std::string LogoutCookie();
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_HTTP_HTTP_AUTH_H_

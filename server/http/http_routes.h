@@ -1,0 +1,47 @@
+// Internal to server/http: the route tables that DashboardServer installs on its httplib server,
+// and the helpers they share. Handlers run on the server's thread pool.
+#ifndef ABLATE_SERVER_HTTP_HTTP_ROUTES_H_
+#define ABLATE_SERVER_HTTP_HTTP_ROUTES_H_
+
+#include <httplib.h>
+
+#include <atomic>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "server/core/change_feed.h"
+#include "server/http/api_queries.h"
+#include "server/http/dashboard_server.h"
+
+namespace ablate {
+
+// What every handler may use; all pointers outlive the server.
+struct RouteContext {
+  ApiQueries* queries = nullptr;
+  ChangeFeed* feed = nullptr;
+  const DashboardOptions* options = nullptr;
+  const std::atomic<bool>* stopping = nullptr;
+  std::atomic<int>* live_streams = nullptr;
+};
+
+// /api/* except the live streams: JSON queries, auth and login.
+void AddApiRoutes(httplib::Server& http, const RouteContext& ctx);
+// /api/live/*: server-sent events.
+void AddLiveRoutes(httplib::Server& http, const RouteContext& ctx);
+// The pages and their assets from options->web_root.
+void AddPageRoutes(httplib::Server& http, const RouteContext& ctx);
+
+// Sets a JSON body: `body` with 200, or ErrorJson with HttpStatusOf.
+void ReplyJson(httplib::Response& res, const absl::StatusOr<std::string>& body);
+
+// INVALID_ARGUMENT naming the first query parameter of `req` that is not in `allowed`.
+absl::Status CheckParams(const httplib::Request& req, std::initializer_list<std::string_view> allowed);
+
+// The parameter's value, "" when absent.
+std::string Param(const httplib::Request& req, const char* name);
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_HTTP_HTTP_ROUTES_H_

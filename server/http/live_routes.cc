@@ -1,0 +1,147 @@
+// Server-sent events: one LiveStream per connection, pumped by httplib's chunked content
+// provider on the connection's thread. The stream waits on the ChangeFeed, so a change reaches
+// the page within one poll interval, and ends at once when the feed is closed (shutdown).
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/http/http_routes.h"
+#include "server/http/json_reply.h"
+#include "server/http/live_stream.h"
+#include "server/http/request_params.h"
+
+namespace ablate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One open event stream. Counts itself in ctx.live_streams while it lives.
+class LiveSession {
+ public:
+  LiveSession(const RouteContext& ctx, LiveScope scope)
+      : ctx_(ctx), stream_(ctx.queries, std::move(scope)), version_(ctx.feed->version()) {
+    ctx_.live_streams->fetch_add(1);
+  }
+  ~LiveSession() { ctx_.live_streams->fetch_sub(1); }
+
+  // The first poll, before the response starts, so that an unknown id is a plain 404.
+  absl::Status Open() {
+    pending_ = "retry: 2000\n\n";
+    return PollInto();
+  }
+
+  // One turn of the provider: writes what is pending, waits for a change, polls. Returns false
+  // when the client went away.
+  bool Pump(httplib::DataSink& sink) {
+    if (!pending_.empty()) {
+      if (!sink.write(pending_.data(), pending_.size())) return false;
+      pending_.clear();
+      last_write_ = Clock::now();
+    }
+    if (!Stopping()) WaitForChange();
+    if (Stopping()) {
+      sink.done();
+      return true;
+    }
+    if (absl::Status s = PollInto(); !s.ok()) {
+      pending_ += FormatSse({"error", ErrorJson(s)});
+      if (!sink.write(pending_.data(), pending_.size())) return false;
+      sink.done();
+      return true;
+    }
+    if (pending_.empty() && Clock::now() - last_write_ >= ctx_.options->live_keepalive) {
+      pending_ = ": keepalive\n\n";
+    }
+    return true;
+  }
+
+ private:
+  bool Stopping() const { return ctx_.stopping->load() || ctx_.feed->closed(); }
+
+  absl::Status PollInto() {
+    absl::StatusOr<std::vector<SseMessage>> messages = stream_.Poll();
+    last_poll_ = Clock::now();
+    if (!messages.ok()) return messages.status();
+    for (const SseMessage& m : *messages) pending_ += FormatSse(m);
+    return absl::OkStatus();
+  }
+
+  // Until the feed moves (at most a second, so that heartbeat ages refresh), and then at least
+  // the minimum interval after the previous poll, so that bursts of metric batches coalesce.
+  void WaitForChange() {
+    if (!stream_.backlog()) version_ = ctx_.feed->WaitPast(version_, std::chrono::seconds(1));
+    auto next = last_poll_ + ctx_.options->live_min_interval;
+    while (Clock::now() < next && !Stopping()) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(next - Clock::now(),
+                                                            std::chrono::milliseconds(50)));
+    }
+  }
+
+  const RouteContext ctx_;
+  LiveStream stream_;
+  uint64_t version_;
+  std::string pending_;
+  Clock::time_point last_write_ = Clock::now();
+  Clock::time_point last_poll_;
+};
+
+void ServeLive(const RouteContext& ctx, LiveScope scope, httplib::Response& res) {
+  if (ctx.live_streams->load() >= ctx.options->max_live_streams) {
+    ReplyJson(res, absl::UnavailableError(absl::StrCat(
+                       "too many live streams open (", ctx.options->max_live_streams,
+                       "); close some dashboard tabs")));
+    return;
+  }
+  auto session = std::make_shared<LiveSession>(ctx, std::move(scope));
+  if (absl::Status s = session->Open(); !s.ok()) {
+    ReplyJson(res, s);
+    return;
+  }
+  res.set_header("Cache-Control", "no-store");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [session](size_t, httplib::DataSink& sink) { return session->Pump(sink); });
+}
+
+// The scope's series from ?series= (points messages); other parameters are refused.
+absl::StatusOr<LiveScope> ScopeOf(const httplib::Request& req, LiveScope::Kind kind, int64_t id) {
+  if (absl::Status s = CheckParams(req, {"series"}); !s.ok()) return s;
+  absl::StatusOr<SeriesSet> series = SeriesSet::Parse(Param(req, "series"));
+  if (!series.ok()) return series.status();
+  return LiveScope{kind, id, *series};
+}
+
+void Live(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res,
+          LiveScope::Kind kind, const char* what) {
+  int64_t id = 0;
+  if (what != nullptr) {
+    absl::StatusOr<int64_t> parsed = ParseId(what, req.matches[1].str());
+    if (!parsed.ok()) return ReplyJson(res, parsed.status());
+    id = *parsed;
+  }
+  absl::StatusOr<LiveScope> scope = ScopeOf(req, kind, id);
+  if (!scope.ok()) return ReplyJson(res, scope.status());
+  ServeLive(ctx, *scope, res);
+}
+
+}  // namespace
+
+void AddLiveRoutes(httplib::Server& http, const RouteContext& ctx) {
+  using Kind = LiveScope::Kind;
+  http.Get("/api/live/sweeps", [ctx](const httplib::Request& req, httplib::Response& res) {
+    Live(ctx, req, res, Kind::kSweeps, nullptr);
+  });
+  http.Get("/api/live/workers", [ctx](const httplib::Request& req, httplib::Response& res) {
+    Live(ctx, req, res, Kind::kWorkers, nullptr);
+  });
+  http.Get(R"(/api/live/sweeps/([^/]+))",
+           [ctx](const httplib::Request& req, httplib::Response& res) {
+             Live(ctx, req, res, Kind::kSweep, "sweep id");
+           });
+  http.Get(R"(/api/live/runs/([^/]+))", [ctx](const httplib::Request& req, httplib::Response& res) {
+    Live(ctx, req, res, Kind::kRun, "run id");
+  });
+}
+
+}  // namespace ablate
