@@ -170,7 +170,7 @@ struct PresetAtScale {
 };
 
 // The config hash of every shipped preset at every scale.
-std::map<std::string, PresetAtScale> PresetHashes() {
+std::map<std::string, PresetAtScale> ComputePresetHashes() {
   std::map<std::string, PresetAtScale> hashes;
   for (const Preset& p : AllPresets()) {
     for (Scale scale : kScales) {
@@ -179,6 +179,13 @@ std::map<std::string, PresetAtScale> PresetHashes() {
     }
   }
   return hashes;
+}
+
+// Presets are compiled in, so their hashes are computed once (15 canonicalisations cost ~1 ms,
+// 8x the store reads of a records request; bench/compare/NOTES.md).
+const std::map<std::string, PresetAtScale>& PresetHashes() {
+  static const auto* hashes = new std::map<std::string, PresetAtScale>(ComputePresetHashes());
+  return *hashes;
 }
 
 std::string Hardware(const PlacedRun& r) {
@@ -191,7 +198,7 @@ std::string Hardware(const PlacedRun& r) {
 using OwnRunGroups = std::map<std::tuple<Scale, std::string>, std::vector<RunOutcome>>;
 
 absl::StatusOr<std::map<std::string, OwnRunGroups>> LoadOwnRuns(const Store& store) {
-  const std::map<std::string, PresetAtScale> hashes = PresetHashes();
+  const std::map<std::string, PresetAtScale>& hashes = PresetHashes();
   std::vector<std::string> keys;
   for (const auto& [hash, at] : hashes) keys.push_back(hash);
   absl::StatusOr<std::vector<PlacedRun>> runs = store.ListSucceededRunsByConfigHash(keys);
