@@ -218,7 +218,7 @@ class CompareCliTest : public ::testing::Test {
     const std::string port_file = data_.path() + "/port";
     coordinator_ = std::make_unique<Subprocess>(
         std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
-                                 data_.path(), "--port-file", port_file},
+                                 data_.path(), "--port-file", port_file, "--http", "off"},
         logs_.path());
     for (int i = 0; i < 500 && !std::filesystem::exists(port_file); ++i) {
       std::this_thread::sleep_for(20ms);
