@@ -1,1 +1,415 @@
-int main() { return 0; }
+// GPU trainer throughput on one GPU (bench/trainer_gpu/NOTES.md): a preset's whole training step
+// at full scale (default r20-sub3min: one 65,536-token sequence per micro-step, 8 micro-steps
+// per 524,288-token step) in ms/step, tokens/s and MFU, next to the bf16 GEMM rate cuBLASLt
+// reaches on this GPU in the same run; then per-op timings at the preset's shape.
+//   trainer_gpu_bench [--preset P] [--scale full|small|tiny] [--steps N] [--peak-tflops F]
+//                     [--device I] [--skip-ops]
+// MFU counts the model's FLOPs (6 per weight per token, plus causal attention over the keys each
+// query actually sees under the run's masks), not the recomputation the kernels do.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "trainer/config/knob_schema.h"
+#include "trainer/config/presets.h"
+#include "trainer/cpu/attention.h"
+#include "trainer/cuda/attention.h"
+#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/cuda_context.h"
+#include "trainer/cuda/gpt.h"
+#include "trainer/cuda/matmul.h"
+#include "trainer/cuda/mlp_act.h"
+#include "trainer/cuda/optimizer.h"
+#include "trainer/cuda/rmsnorm.h"
+#include "trainer/cuda/softcap_cross_entropy.h"
+#include "trainer/model/param_init.h"
+#include "trainer/model/window_schedule.h"
+
+namespace ablate::cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string preset = "r20-sub3min";
+  std::string scale = "full";
+  int steps = 5;
+  double peak_tflops = 989;  // H100 SXM dense bf16, datasheet
+  int device = 0;
+  bool ops = true;
+};
+
+// A one-shot binary: a failure ends it, saying what failed.
+void Check(const Status& s, const char* what) {
+  if (s.ok()) return;
+  std::fprintf(stderr, "trainer_gpu_bench: %s: %s\n", what, s.message().c_str());
+  std::exit(1);
+}
+
+template <class T>
+T Take(Result<T> r, const char* what) {
+  if (!r.ok()) Check(r.status(), what);
+  return std::move(r).value();
+}
+
+// Median device milliseconds of `fn` over `reps` runs after `warm` runs, timed with events.
+double DeviceMs(CudaContext& ctx, int warm, int reps, const std::function<Status()>& fn) {
+  for (int i = 0; i < warm; ++i) Check(fn(), "warm-up");
+  cudaEvent_t start, stop;
+  Check(cudaEventCreate(&start) == cudaSuccess ? Status() : Error{"cudaEventCreate", ""}, "event");
+  Check(cudaEventCreate(&stop) == cudaSuccess ? Status() : Error{"cudaEventCreate", ""}, "event");
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    cudaEventRecord(start, ctx.stream());
+    Check(fn(), "timed run");
+    cudaEventRecord(stop, ctx.stream());
+    cudaEventSynchronize(stop);
+    float t = 0;
+    cudaEventElapsedTime(&t, start, stop);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  Check(ctx.Synchronize(), "synchronize");
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+template <class T>
+DeviceBuffer<T> Buffer(int64_t n, const char* what) {
+  DeviceBuffer<T> b;
+  Check(b.Allocate(n, what), what);
+  return b;
+}
+
+// Fills a bf16 or float buffer with uniform values in [-1, 1) (never timed on zeros).
+template <class T>
+void FillRandom(CudaContext& ctx, DeviceBuffer<T>& b, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<T> host(size_t(b.size()));
+  for (T& x : host) x = T(u(rng));
+  Check(ctx.ToDevice(b.get(), host.data(), b.bytes()), "upload");
+}
+
+// cuBLASLt's bf16 rate on an 8192³ product: this GPU's matrix ceiling, for the MFU context.
+double GemmCeilingTflops(CudaContext& ctx) {
+  int64_t n = 8192;
+  DeviceBuffer<bf16> a = Buffer<bf16>(n * n, "A"), b = Buffer<bf16>(n * n, "B"),
+                     d = Buffer<bf16>(n * n, "D");
+  FillRandom(ctx, a, 1);
+  FillRandom(ctx, b, 2);
+  double ms = DeviceMs(ctx, 3, 10, [&] {
+    return Gemm<bf16>(ctx, Trans::kNo, Trans::kYes, n, n, n, 1.f, a.get(), n, b.get(), n, 0.f,
+                      nullptr, d.get(), n);
+  });
+  return 2.0 * double(n) * n * n / (ms * 1e9);
+}
+
+// Tokens of one micro-batch: ids below `vocab`, a document boundary every ~1000 tokens.
+std::vector<int32_t> Tokens(int64_t count, int64_t vocab, int32_t bos, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tok(static_cast<size_t>(count));
+  for (int32_t& x : tok) x = rng() % 1000 == 0 ? bos : int32_t(rng() % uint32_t(vocab));
+  return tok;
+}
+
+// Mean number of keys a query sees in layer i (masks of the run), per layer.
+std::vector<double> MeanKeys(const ModelConfig& m, const std::vector<int32_t>& tokens, int64_t b,
+                             int64_t t, const std::vector<int64_t>& windows) {
+  std::vector<double> out(size_t(m.n_layer), 0.0);
+  std::vector<int32_t> lo(size_t(b * t));
+  for (int64_t i = 0; i < m.n_layer; ++i) {
+    if (!m.HasAttention(i)) continue;
+    cpu::AttentionMask mask{m.doc_masking, m.bos_token, windows[i], m.window.block_tokens};
+    cpu::attention_key_start(lo.data(), tokens.data(), t + 1, b, t, mask);
+    double sum = 0;
+    for (int64_t r = 0; r < b * t; ++r) sum += double(r % t - lo[r] + 1);
+    out[i] = sum / double(b * t);
+  }
+  return out;
+}
+
+// Model FLOPs of one training step over `tokens` tokens.
+double StepFlops(const ModelConfig& m, const std::vector<double>& mean_keys, double tokens) {
+  double c = double(m.model_dim), f = double(m.hidden_dim());
+  double weights = double(m.vocab_size) * c;  // the head
+  double attention = 0;
+  for (int64_t i = 0; i < m.n_layer; ++i) {
+    weights += 2 * c * f;
+    if (!m.HasAttention(i)) continue;
+    weights += 4 * c * c;
+    // q·k and p·v: 2 products of 2 FLOPs per key and channel forward, twice that backward.
+    attention += 12.0 * mean_keys[i] * c;
+  }
+  return 6.0 * weights * tokens + attention * tokens;
+}
+
+struct StepSetup {
+  ModelConfig m;
+  OptimConfig optim;
+  int64_t b = 0, t = 0, accum = 0, batch_tokens = 0, iters = 0;
+};
+
+StepSetup Setup(const Options& o) {
+  nlohmann::json c = Take(PresetConfig(o.preset, Take(ParseScale(o.scale), "scale")), "preset");
+  StepSetup s{Take(ModelConfig::FromCanonical(c), "model"),
+              Take(OptimConfig::FromCanonical(c), "optimizer")};
+  s.t = s.m.seq_len;
+  s.b = c.at("device_batch_tokens").get<int64_t>() / s.t;
+  s.batch_tokens = c.at("batch_tokens").get<int64_t>();
+  s.accum = s.batch_tokens / (s.b * s.t);
+  s.iters = c.at("num_iterations").get<int64_t>();
+  return s;
+}
+
+// Whole training steps as ablate-train runs them on one GPU; wall clock with the device
+// synchronised at the end of each step (the speedrun's timing).
+void BenchStep(CudaContext& ctx, const Options& o, double ceiling) {
+  StepSetup s = Setup(o);
+  std::unique_ptr<Gpt> gpt = Take(Gpt::Create(ctx, s.m, s.b, s.t), "model");
+  Optimizer opt(s.optim, gpt->device_layout());
+  Check(opt.Init(ctx), "optimizer");
+  std::vector<float> host(size_t(gpt->layout().total()));
+  InitParams(s.m, gpt->layout(), 1, host.data());
+  Check(gpt->SetParams(host.data()), "parameters");
+  std::vector<std::vector<int32_t>> micro;
+  for (int64_t i = 0; i < s.accum; ++i) {
+    micro.push_back(Tokens(s.b * (s.t + 1), s.m.embed_vocab_size, s.m.bos_token, uint32_t(7 + i)));
+  }
+  std::vector<int64_t> windows = LayerWindowBlocks(s.m, s.iters / 2, s.iters);
+  auto step = [&](int64_t k) {
+    Check(gpt->ZeroGrads(), "zero");
+    for (const std::vector<int32_t>& tok : micro) {
+      Check(gpt->ForwardBackward(tok.data(), windows, s.accum), "forward/backward");
+    }
+    Check(gpt->TakeLoss().status(), "loss");
+    Check(opt.Step(ctx, gpt->params(), gpt->grads(), k), "optimizer step");
+    Check(gpt->RefreshWeights(), "weights");
+    Check(ctx.Synchronize(), "synchronize");
+  };
+  for (int k = 0; k < 2; ++k) step(k);  // warm-up: cuBLASLt heuristics, non-zero head
+  std::vector<double> ms;
+  for (int k = 0; k < o.steps; ++k) {
+    Clock::time_point t0 = Clock::now();
+    step(2 + k);
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double step_ms = ms[ms.size() / 2];
+  double flops = StepFlops(s.m, MeanKeys(s.m, micro[0], s.b, s.t, windows), double(s.batch_tokens));
+  double tflops = flops / (step_ms * 1e9);
+  std::printf("%s %s: B=%lld T=%lld, %lld micro-steps, %.1f GB on the device\n", o.preset.c_str(),
+              o.scale.c_str(), (long long)s.b, (long long)s.t, (long long)s.accum,
+              double(gpt->allocated_bytes()) / 1e9);
+  std::printf(
+      "step %.1f ms (median of %d; min %.1f, max %.1f)  %.0f tok/s  %.1f TFLOP/s  "
+      "MFU %.1f%% of %.0f TF peak, %.1f%% of the measured GEMM rate\n",
+      step_ms, o.steps, ms.front(), ms.back(), double(s.batch_tokens) / (step_ms / 1e3), tflops,
+      100 * tflops / o.peak_tflops, o.peak_tflops, 100 * tflops / ceiling);
+  double fwd = DeviceMs(ctx, 1, 3, [&] { return gpt->Forward(micro[0].data(), windows, 1); });
+  double fwd_bwd =
+      DeviceMs(ctx, 1, 3, [&] { return gpt->ForwardBackward(micro[0].data(), windows, 1); });
+  double optim =
+      DeviceMs(ctx, 1, 3, [&] { return opt.Step(ctx, gpt->params(), gpt->grads(), s.iters / 2); });
+  std::printf("micro-step forward %.2f ms, forward+backward %.2f ms; optimizer step %.2f ms\n", fwd,
+              fwd_bwd, optim);
+}
+
+// One row of the per-op table: time, and its rate in TFLOP/s or GB/s.
+void Row(const char* name, double ms, double flops, double bytes) {
+  if (flops > 0) {
+    std::printf("  %-40s %9.3f ms  %7.1f TFLOP/s\n", name, ms, flops / (ms * 1e9));
+  } else {
+    std::printf("  %-40s %9.3f ms  %7.1f GB/s\n", name, ms, bytes / (ms * 1e6));
+  }
+}
+
+void BenchGemms(CudaContext& ctx, int64_t n, int64_t c, int64_t f) {
+  DeviceBuffer<bf16> x = Buffer<bf16>(n * f, "x"), w = Buffer<bf16>(3 * c * f, "w"),
+                     y = Buffer<bf16>(n * f, "y");
+  DeviceBuffer<float> acc = Buffer<float>(n * c, "acc"), dw = Buffer<float>(c * f, "dw");
+  FillRandom(ctx, x, 3);
+  FillRandom(ctx, w, 4);
+  FillRandom(ctx, acc, 5);
+  auto gemm_row = [&](const char* name, int64_t in, int64_t out, auto fn) {
+    Row(name, DeviceMs(ctx, 2, 10, fn), 2.0 * n * in * out, 0);
+  };
+  gemm_row("qkv  x(N,C)·W(3C,C)ᵀ → bf16", c, 3 * c,
+           [&] { return matmul_forward<bf16>(ctx, y.get(), x.get(), w.get(), n, c, 3 * c); });
+  gemm_row("proj x(N,C)·W(C,C)ᵀ += fp32", c, c, [&] {
+    return matmul_forward<float>(ctx, acc.get(), x.get(), w.get(), n, c, c, Output::kAdd);
+  });
+  gemm_row("fc   x(N,C)·W(F,C)ᵀ → bf16", c, f,
+           [&] { return matmul_forward<bf16>(ctx, y.get(), x.get(), w.get(), n, c, f); });
+  gemm_row("mlp  x(N,F)·W(C,F)ᵀ += fp32", f, c, [&] {
+    return matmul_forward<float>(ctx, acc.get(), x.get(), w.get(), n, f, c, Output::kAdd);
+  });
+  Row("fc backward (dx bf16 + dW fp32)",
+      DeviceMs(ctx, 2, 10,
+               [&] {
+                 return matmul_backward<bf16>(ctx, y.get(), dw.get(), x.get(), x.get(), w.get(), n,
+                                              c, f, Output::kOverwrite);
+               }),
+      4.0 * n * c * f, 0);
+}
+
+void BenchAttention(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t>& tokens,
+                    const std::vector<int64_t>& windows) {
+  int64_t n = s.b * s.t, c = s.m.model_dim, nh = s.m.n_head, hd = s.m.head_dim;
+  DeviceBuffer<bf16> q = Buffer<bf16>(n * c, "q"), k = Buffer<bf16>(n * c, "k"),
+                     v = Buffer<bf16>(n * c, "v"), out = Buffer<bf16>(n * c, "out"),
+                     dout = Buffer<bf16>(n * c, "dout");
+  DeviceBuffer<float> lse = Buffer<float>(n * nh, "lse"), rows = Buffer<float>(n * nh, "rows"),
+                      dq = Buffer<float>(n * c, "dq"), dk = Buffer<float>(n * c, "dk"),
+                      dv = Buffer<float>(n * c, "dv");
+  DeviceBuffer<int32_t> lo = Buffer<int32_t>(n, "lo");
+  for (auto* b : {&q, &k, &v, &dout}) FillRandom(ctx, *b, 11);
+  std::vector<int64_t> distinct;
+  for (int64_t w : windows) {
+    if (std::find(distinct.begin(), distinct.end(), w) == distinct.end()) distinct.push_back(w);
+  }
+  std::vector<int32_t> host_lo(static_cast<size_t>(n));
+  float scale = float(s.m.AttentionScale());
+  for (int64_t w : distinct) {
+    cpu::AttentionMask mask{s.m.doc_masking, s.m.bos_token, w, s.m.window.block_tokens};
+    cpu::attention_key_start(host_lo.data(), tokens.data(), s.t + 1, s.b, s.t, mask);
+    Check(ctx.ToDevice(lo.get(), host_lo.data(), n * 4), "lo");
+    double keys = 0;
+    for (int64_t r = 0; r < n; ++r) keys += double(r % s.t - host_lo[r] + 1);
+    double fwd_flops = 4.0 * keys * hd * nh;
+    std::string name = "attention fwd, window " + std::to_string(w) + " blocks";
+    Row(name.c_str(),
+        DeviceMs(ctx, 2, 10,
+                 [&] {
+                   return attention_forward(ctx, out.get(), lse.get(), q.get(), k.get(), v.get(),
+                                            lo.get(), s.b, s.t, nh, hd, scale);
+                 }),
+        fwd_flops, 0);
+    name = "attention bwd, window " + std::to_string(w) + " blocks";
+    Row(name.c_str(),
+        DeviceMs(ctx, 2, 10,
+                 [&] {
+                   return attention_backward(ctx, dq.get(), dk.get(), dv.get(), dout.get(), q.get(),
+                                             k.get(), v.get(), out.get(), lse.get(), lo.get(),
+                                             rows.get(), s.b, s.t, nh, hd, scale);
+                 }),
+        2.0 * fwd_flops, 0);
+  }
+}
+
+void BenchMemoryOps(CudaContext& ctx, const StepSetup& s) {
+  int64_t n = s.b * s.t, c = s.m.model_dim, f = s.m.hidden_dim();
+  DeviceBuffer<float> x = Buffer<float>(n * c, "x"), rstd = Buffer<float>(n, "rstd");
+  DeviceBuffer<bf16> y = Buffer<bf16>(n * c, "y"), u = Buffer<bf16>(n * f, "u"),
+                     a = Buffer<bf16>(n * f, "a");
+  FillRandom(ctx, x, 21);
+  FillRandom(ctx, u, 22);
+  Row("rmsnorm fwd (N,C) fp32 → bf16",
+      DeviceMs(
+          ctx, 2, 20,
+          [&] { return rmsnorm_forward<float, bf16>(ctx, y.get(), rstd.get(), x.get(), n, c); }),
+      0, double(n * c) * 6);
+  Row("relu² fwd (N,F) bf16",
+      DeviceMs(ctx, 2, 20,
+               [&] { return mlp_act_forward(ctx, a.get(), u.get(), n * f, s.m.mlp_act); }),
+      0, double(n * f) * 4);
+}
+
+void BenchHead(CudaContext& ctx, const StepSetup& s) {
+  int64_t n = s.b * s.t, c = s.m.model_dim, v = s.m.vocab_size;
+  int64_t rows = std::min<int64_t>(n, 4096);
+  DeviceBuffer<bf16> x = Buffer<bf16>(n * c, "x"), w = Buffer<bf16>(v * c, "w"),
+                     dlogits = Buffer<bf16>(rows * v, "dlogits");
+  DeviceBuffer<float> logits = Buffer<float>(rows * v, "logits"), losses = Buffer<float>(n, "l"),
+                      dx = Buffer<float>(n * c, "dx"), dw = Buffer<float>(v * c, "dw");
+  DeviceBuffer<int32_t> targets = Buffer<int32_t>(n, "targets");
+  FillRandom(ctx, x, 31);
+  FillRandom(ctx, w, 32);
+  std::vector<int32_t> host_targets = Tokens(n, v, 0, 33);
+  Check(ctx.ToDevice(targets.get(), host_targets.data(), n * 4), "targets");
+  LmHeadScratch scratch{logits.get(), dlogits.get(), rows};
+  Row("classifier (rows, V) fused fwd+bwd",
+      DeviceMs(ctx, 2, 10,
+               [&] {
+                 return softcap_cross_entropy_forward(ctx, losses.get(), dlogits.get(),
+                                                      logits.get(), targets.get(), rows, v,
+                                                      s.m.softcap, 1.f / n);
+               }),
+      0, double(rows) * v * 10);
+  Row("whole head fwd+bwd (N rows, chunked)",
+      DeviceMs(ctx, 1, 5,
+               [&] {
+                 return lm_head_forward_backward(ctx, losses.get(), dx.get(), dw.get(), x.get(),
+                                                 w.get(), targets.get(), n, c, v, s.m.softcap,
+                                                 1.f / n, scratch);
+               }),
+      6.0 * n * c * v, 0);
+}
+
+void BenchOps(CudaContext& ctx, const Options& o) {
+  StepSetup s = Setup(o);
+  int64_t n = s.b * s.t;
+  std::printf("per-op, N=%lld tokens, C=%lld, F=%lld, V=%lld, %lld heads of %lld:\n", (long long)n,
+              (long long)s.m.model_dim, (long long)s.m.hidden_dim(), (long long)s.m.vocab_size,
+              (long long)s.m.n_head, (long long)s.m.head_dim);
+  BenchGemms(ctx, n, s.m.model_dim, s.m.hidden_dim());
+  std::vector<int32_t> tokens = Tokens(s.b * (s.t + 1), s.m.embed_vocab_size, s.m.bos_token, 41);
+  BenchAttention(ctx, s, tokens, LayerWindowBlocks(s.m, s.iters / 2, s.iters));
+  BenchMemoryOps(ctx, s);
+  BenchHead(ctx, s);
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "trainer_gpu_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--preset")
+      o.preset = next();
+    else if (a == "--scale")
+      o.scale = next();
+    else if (a == "--steps")
+      o.steps = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--peak-tflops")
+      o.peak_tflops = std::atof(next().c_str());
+    else if (a == "--device")
+      o.device = std::atoi(next().c_str());
+    else if (a == "--skip-ops")
+      o.ops = false;
+    else {
+      std::fprintf(stderr, "trainer_gpu_bench: unknown option %s\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+}  // namespace ablate::cuda
+
+int main(int argc, char** argv) {
+  using namespace ablate::cuda;
+  Options o = Parse(argc, argv);
+  std::unique_ptr<CudaContext> ctx = Take(CudaContext::Create(o.device), "device");
+  const DeviceInfo& d = ctx->device();
+  std::printf("%s (sm_%d%d, %d SMs, %.1f GB)\n", d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
+              double(d.total_memory) / 1e9);
+  double ceiling = GemmCeilingTflops(*ctx);
+  std::printf("cuBLASLt bf16 8192^3: %.1f TFLOP/s\n", ceiling);
+  BenchStep(*ctx, o, ceiling);
+  if (o.ops) BenchOps(*ctx, o);
+  return 0;
+}

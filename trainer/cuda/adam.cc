@@ -37,7 +37,12 @@ Status Adam::Step(CudaContext& ctx, float* params, const float* grads, double lr
   float b1 = float(config_.beta1), b2 = float(config_.beta2);
   for (size_t i = 0; i < spans_.size(); ++i) {
     const AdamSpan& s = spans_[i];
-    AdamCoeffs k{b1, 1 - b1, b2, 1 - b2, float(s.lr * lr_mult / bc1), float(1 / bc2_sqrt),
+    AdamCoeffs k{b1,
+                 1 - b1,
+                 b2,
+                 1 - b2,
+                 float(s.lr * lr_mult / bc1),
+                 float(1 / bc2_sqrt),
                  float(config_.eps)};
     ABLATE_RETURN_IF_ERROR(adam_update(ctx, params + s.offset, grads + s.offset,
                                        m_.get() + state_offsets_[i], v_.get() + state_offsets_[i],

@@ -75,9 +75,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // dq of one query row: Σ over its keys of ds·k, ds = p·(dout·v − D)·scale.
 __global__ void __launch_bounds__(kThreads)
-    WarpBackwardDqKernel(float* dq, const bf16* dout, const bf16* q, const bf16* k,
-                         const bf16* v, const float* lse, const float* d, const int32_t* lo,
-                         int64_t b, int64_t t, int64_t nh, int64_t hd, float scale) {
+    WarpBackwardDqKernel(float* dq, const bf16* dout, const bf16* q, const bf16* k, const bf16* v,
+                         const float* lse, const float* d, const int32_t* lo, int64_t b, int64_t t,
+                         int64_t nh, int64_t hd, float scale) {
   extern __shared__ float warp_smem[];  // (kWarps, hd)
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int64_t row = int64_t(blockIdx.x) * kWarps + warp;
@@ -370,10 +370,11 @@ __global__ void __launch_bounds__(kThreads)
     bf16* p_rows = s_p + w * 16 * kLdP;
     WarpProductT<HD>(s_rows, s_q + w * 16 * kLdH, s_k);
     __syncwarp();
-    WarpOnlineSoftmax(s_rows, p_rows, s_m + w * 16, s_l + w * 16, s_alpha + w * 16,
-                      s_lo + w * 16, t0 + w * 16, kb, t, scale2);
+    WarpOnlineSoftmax(s_rows, p_rows, s_m + w * 16, s_l + w * 16, s_alpha + w * 16, s_lo + w * 16,
+                      t0 + w * 16, kb, t, scale2);
     float* o_rows = s_o + w * 16 * kLdO;
-    for (int i = lane; i < 16 * HD; i += 32) o_rows[(i / HD) * kLdO + i % HD] *= s_alpha[w * 16 + i / HD];
+    for (int i = lane; i < 16 * HD; i += 32)
+      o_rows[(i / HD) * kLdO + i % HD] *= s_alpha[w * 16 + i / HD];
     __syncwarp();
 #pragma unroll
     for (int dt = 0; dt < HD / 16; ++dt) {
@@ -412,10 +413,10 @@ struct BackwardSmem {
   static constexpr int kDo = kQ + S::kHalfBytes;
   static constexpr int kK = kDo + S::kHalfBytes;  // key-side tiles: k, v
   static constexpr int kV = kK + S::kHalfBytes;
-  static constexpr int kS = kV + S::kHalfBytes;   // scores, then p (fp32)
-  static constexpr int kG = kS + S::kScoreBytes;  // dout·vᵀ
-  static constexpr int kP = kG + S::kScoreBytes;  // p (bf16)
-  static constexpr int kDs = kP + S::kProbBytes;  // ds (bf16)
+  static constexpr int kS = kV + S::kHalfBytes;       // scores, then p (fp32)
+  static constexpr int kG = kS + S::kScoreBytes;      // dout·vᵀ
+  static constexpr int kP = kG + S::kScoreBytes;      // p (bf16)
+  static constexpr int kDs = kP + S::kProbBytes;      // ds (bf16)
   static constexpr int kStats = kDs + S::kProbBytes;  // lse2, d (floats), lo (int)
   static constexpr int kBytes = kStats + S::kStatBytes;
 
@@ -517,9 +518,9 @@ __global__ void __launch_bounds__(kThreads)
 // dQ for one query tile, over the same key range as the forward. Warp w accumulates rows 16w..
 template <int HD>
 __global__ void __launch_bounds__(kThreads)
-    TiledBackwardDqKernel(float* dq, const bf16* dout, const bf16* q, const bf16* k,
-                          const bf16* v, const float* lse, const float* d, const int32_t* lo,
-                          int64_t t, int64_t nh, float scale) {
+    TiledBackwardDqKernel(float* dq, const bf16* dout, const bf16* q, const bf16* k, const bf16* v,
+                          const float* lse, const float* d, const int32_t* lo, int64_t t,
+                          int64_t nh, float scale) {
   using L = BackwardSmem<HD>;
   constexpr int kLdH = TileShape<HD>::kLdH;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -576,9 +577,11 @@ Result<bool> UseTiled(AttentionImpl impl, int64_t hd, std::initializer_list<cons
   for (const void* p : ptrs) aligned = aligned && Aligned16(p);
   if (shape && aligned) return true;
   if (impl == AttentionImpl::kTiled) {
-    return Error{"attention: the tiled kernels need head_dim 64 or 128 and 16-byte aligned "
-                 "tensors (head_dim " + std::to_string(hd) + ")",
-                 ""};
+    return Error{
+        "attention: the tiled kernels need head_dim 64 or 128 and 16-byte aligned "
+        "tensors (head_dim " +
+            std::to_string(hd) + ")",
+        ""};
   }
   return false;
 }
@@ -609,17 +612,16 @@ Status TiledForward(CudaContext& ctx, bf16* out, float* lse, const bf16* q, cons
                     float scale) {
   constexpr int kBytes = ForwardSmem<HD>::kBytes;
   ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledForwardKernel<HD>, kBytes));
-  TiledForwardKernel<HD><<<TileGrid(b, t, nh), kThreads, kBytes, ctx.stream()>>>(
-      out, lse, q, k, v, lo, t, nh, scale);
+  TiledForwardKernel<HD>
+      <<<TileGrid(b, t, nh), kThreads, kBytes, ctx.stream()>>>(out, lse, q, k, v, lo, t, nh, scale);
   ABLATE_CUDA_LAUNCH_CHECK("TiledForwardKernel");
   return {};
 }
 
 template <int HD>
 Status TiledBackward(CudaContext& ctx, float* dq, float* dk, float* dv, const bf16* dout,
-                     const bf16* q, const bf16* k, const bf16* v, const float* lse,
-                     const float* d, const int32_t* lo, int64_t b, int64_t t, int64_t nh,
-                     float scale) {
+                     const bf16* q, const bf16* k, const bf16* v, const float* lse, const float* d,
+                     const int32_t* lo, int64_t b, int64_t t, int64_t nh, float scale) {
   constexpr int kBytes = BackwardSmem<HD>::kBytes;
   ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledBackwardDkvKernel<HD>, kBytes));
   ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledBackwardDqKernel<HD>, kBytes));
@@ -678,8 +680,8 @@ Status attention_backward(CudaContext& ctx, float* dq, float* dk, float* dv, con
   if (*tiled) {
     return hd == 64 ? TiledBackward<64>(ctx, dq, dk, dv, dout, q, k, v, lse, d_scratch, lo, b, t,
                                         nh, scale)
-                    : TiledBackward<128>(ctx, dq, dk, dv, dout, q, k, v, lse, d_scratch, lo, b,
-                                         t, nh, scale);
+                    : TiledBackward<128>(ctx, dq, dk, dv, dout, q, k, v, lse, d_scratch, lo, b, t,
+                                         nh, scale);
   }
   int bytes = 0;
   ABLATE_RETURN_IF_ERROR(WarpSmem(ctx, hd, &bytes));

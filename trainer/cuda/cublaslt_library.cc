@@ -42,9 +42,9 @@ Result<std::unique_ptr<CublasLtLibrary>> CublasLtLibrary::Load() {
     tried += (tried.empty() ? "" : "; ") + std::string(why != nullptr ? why : path);
   }
   if (lib->handle_ == nullptr) {
-    return Error{"cannot load cuBLASLt (" + tried +
-                     "); put the CUDA toolkit's lib64 on LD_LIBRARY_PATH",
-                 ""};
+    return Error{
+        "cannot load cuBLASLt (" + tried + "); put the CUDA toolkit's lib64 on LD_LIBRARY_PATH",
+        ""};
   }
   CublasLtApi& a = lib->api_;
   struct Entry {

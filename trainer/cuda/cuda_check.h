@@ -31,30 +31,29 @@ Error CublasError(cublasStatus_t code, const char* what, const char* file, int l
     }                                                                                        \
   } while (0)
 
-#define ABLATE_CUBLAS_CHECK(...)                                                      \
-  do {                                                                                \
-    const cublasStatus_t ablate_cublas_code_ = (__VA_ARGS__);                         \
-    if (ablate_cublas_code_ != CUBLAS_STATUS_SUCCESS) {                               \
-      return ::ablate::cuda::CublasError(ablate_cublas_code_, #__VA_ARGS__, __FILE__, \
-                                         __LINE__);                                   \
-    }                                                                                 \
+#define ABLATE_CUBLAS_CHECK(...)                                                                 \
+  do {                                                                                           \
+    const cublasStatus_t ablate_cublas_code_ = (__VA_ARGS__);                                    \
+    if (ablate_cublas_code_ != CUBLAS_STATUS_SUCCESS) {                                          \
+      return ::ablate::cuda::CublasError(ablate_cublas_code_, #__VA_ARGS__, __FILE__, __LINE__); \
+    }                                                                                            \
   } while (0)
 
 // After a <<<...>>> launch: the launch's configuration error, or an earlier sticky one.
-#define ABLATE_CUDA_LAUNCH_CHECK(kernel_name)                                           \
-  do {                                                                                  \
-    const cudaError_t ablate_cuda_code_ = cudaGetLastError();                           \
-    if (ablate_cuda_code_ != cudaSuccess) {                                             \
-      return ::ablate::cuda::CudaError(ablate_cuda_code_, "launch of " kernel_name,     \
-                                       __FILE__, __LINE__);                             \
-    }                                                                                   \
+#define ABLATE_CUDA_LAUNCH_CHECK(kernel_name)                                                 \
+  do {                                                                                        \
+    const cudaError_t ablate_cuda_code_ = cudaGetLastError();                                 \
+    if (ablate_cuda_code_ != cudaSuccess) {                                                   \
+      return ::ablate::cuda::CudaError(ablate_cuda_code_, "launch of " kernel_name, __FILE__, \
+                                       __LINE__);                                             \
+    }                                                                                         \
   } while (0)
 
 // Propagates a failed Status (any expression of type Status).
-#define ABLATE_RETURN_IF_ERROR(...)                            \
-  do {                                                         \
-    ::ablate::Status ablate_status_ = (__VA_ARGS__);           \
-    if (!ablate_status_.ok()) return ablate_status_.error();   \
+#define ABLATE_RETURN_IF_ERROR(...)                          \
+  do {                                                       \
+    ::ablate::Status ablate_status_ = (__VA_ARGS__);         \
+    if (!ablate_status_.ok()) return ablate_status_.error(); \
   } while (0)
 
 #endif  // ABLATE_TRAINER_CUDA_CUDA_CHECK_H_

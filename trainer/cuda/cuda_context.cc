@@ -9,8 +9,8 @@ Result<DeviceInfo> ProbeDevice(int index) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    return Error{std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorName(e) +
-                     " (" + cudaGetErrorString(e) + ")",
+    return Error{std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" +
+                     cudaGetErrorString(e) + ")",
                  ""};
   }
   if (count == 0) return Error{"no CUDA device: cudaGetDeviceCount found none", ""};

@@ -20,11 +20,11 @@
 namespace ablate::cuda {
 
 struct DeviceInfo {
-  int index = 0;                 // as CUDA numbers devices (after CUDA_VISIBLE_DEVICES)
-  std::string name;              // "NVIDIA H100 80GB HBM3"
+  int index = 0;     // as CUDA numbers devices (after CUDA_VISIBLE_DEVICES)
+  std::string name;  // "NVIDIA H100 80GB HBM3"
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
-  int64_t total_memory = 0;      // bytes
+  int64_t total_memory = 0;          // bytes
   int64_t max_shared_per_block = 0;  // bytes, with the opt-in (cudaFuncSetAttribute)
 };
 

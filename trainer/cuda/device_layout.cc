@@ -9,7 +9,9 @@ namespace ablate::cuda {
 
 namespace {
 
-int64_t AlignUp(int64_t n) { return (n + DeviceLayout::kAlign - 1) / DeviceLayout::kAlign * DeviceLayout::kAlign; }
+int64_t AlignUp(int64_t n) {
+  return (n + DeviceLayout::kAlign - 1) / DeviceLayout::kAlign * DeviceLayout::kAlign;
+}
 
 // Separate k and v weights must follow q with no gap: the forward runs one (3d, d) product over
 // q, k and v (param_layout.cc keeps them adjacent for this).

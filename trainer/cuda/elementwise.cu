@@ -56,8 +56,7 @@ __global__ void EmbeddingBackwardKernel(float* dtable, const float* dout, const 
 // ---- RMSNorm ------------------------------------------------------------------------------
 
 template <class TIn, class TOut>
-__global__ void RmsNormForwardKernel(TOut* out, float* rstd, const TIn* inp, int64_t n,
-                                     int64_t c) {
+__global__ void RmsNormForwardKernel(TOut* out, float* rstd, const TIn* inp, int64_t n, int64_t c) {
   int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   int lane = threadIdx.x % 32;
   if (row >= n) return;  // whole warps leave together
@@ -239,8 +238,8 @@ unsigned int RowBlocks(int64_t rows) {
 Status embedding_forward(CudaContext& ctx, float* out, const float* table, const int32_t* idx,
                          int64_t n, int64_t c) {
   if (n * c == 0) return {};
-  EmbeddingForwardKernel<<<GridFor(n * c, kThreads), kThreads, 0, ctx.stream()>>>(out, table,
-                                                                                   idx, n, c);
+  EmbeddingForwardKernel<<<GridFor(n * c, kThreads), kThreads, 0, ctx.stream()>>>(out, table, idx,
+                                                                                  n, c);
   ABLATE_CUDA_LAUNCH_CHECK("EmbeddingForwardKernel");
   return {};
 }
@@ -249,8 +248,8 @@ Status embedding_backward(CudaContext& ctx, float* dtable, const float* dout,
                           const DeviceEmbeddingPlan& plan, int64_t c) {
   if (plan.unique == 0 || c == 0) return {};
   dim3 grid(unsigned(plan.unique), unsigned((c + kThreads - 1) / kThreads));
-  EmbeddingBackwardKernel<<<grid, kThreads, 0, ctx.stream()>>>(dtable, dout, plan.ids,
-                                                               plan.offsets, plan.positions, c);
+  EmbeddingBackwardKernel<<<grid, kThreads, 0, ctx.stream()>>>(dtable, dout, plan.ids, plan.offsets,
+                                                               plan.positions, c);
   ABLATE_CUDA_LAUNCH_CHECK("EmbeddingBackwardKernel");
   return {};
 }
@@ -259,8 +258,8 @@ template <class TIn, class TOut>
 Status rmsnorm_forward(CudaContext& ctx, TOut* out, float* rstd, const TIn* inp, int64_t n,
                        int64_t c) {
   if (n == 0) return {};
-  RmsNormForwardKernel<TIn, TOut><<<RowBlocks(n), kThreads, 0, ctx.stream()>>>(out, rstd, inp, n,
-                                                                              c);
+  RmsNormForwardKernel<TIn, TOut>
+      <<<RowBlocks(n), kThreads, 0, ctx.stream()>>>(out, rstd, inp, n, c);
   ABLATE_CUDA_LAUNCH_CHECK("RmsNormForwardKernel");
   return {};
 }
@@ -269,8 +268,8 @@ template <class TIn>
 Status rmsnorm_backward(CudaContext& ctx, float* dinp, const float* dout, const TIn* inp,
                         const float* rstd, int64_t n, int64_t c, Output mode) {
   if (n == 0) return {};
-  RmsNormBackwardKernel<TIn><<<RowBlocks(n), kThreads, 0, ctx.stream()>>>(
-      dinp, dout, inp, rstd, n, c, mode == Output::kAdd);
+  RmsNormBackwardKernel<TIn><<<RowBlocks(n), kThreads, 0, ctx.stream()>>>(dinp, dout, inp, rstd, n,
+                                                                          c, mode == Output::kAdd);
   ABLATE_CUDA_LAUNCH_CHECK("RmsNormBackwardKernel");
   return {};
 }
@@ -323,8 +322,8 @@ template <class TOut, class TX, class TY>
 Status residual_mix_forward(CudaContext& ctx, TOut* out, const TX* x, MixWeight a, const TY* y,
                             MixWeight b, int64_t n) {
   if (n == 0) return {};
-  MixForwardKernel<TOut, TX, TY><<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(out, x, a,
-                                                                                     y, b, n);
+  MixForwardKernel<TOut, TX, TY>
+      <<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(out, x, a, y, b, n);
   ABLATE_CUDA_LAUNCH_CHECK("MixForwardKernel");
   return {};
 }
@@ -338,8 +337,8 @@ Status residual_mix_backward(CudaContext& ctx, const MixGrads& g, const float* d
     return Error{"residual_mix_backward: dy or db asked for without y", ""};
   }
   float* partial = ctx.reduce_scratch();
-  MixBackwardKernel<TX, TY><<<kMixBlocks, kThreads, 0, ctx.stream()>>>(g, dout, x, a, y, b, n,
-                                                                        partial);
+  MixBackwardKernel<TX, TY>
+      <<<kMixBlocks, kThreads, 0, ctx.stream()>>>(g, dout, x, a, y, b, n, partial);
   ABLATE_CUDA_LAUNCH_CHECK("MixBackwardKernel");
   if (g.da.ptr == nullptr && g.db.ptr == nullptr) return {};
   MixFinalizeKernel<<<1, kMixBlocks, 0, ctx.stream()>>>(partial, g.da, g.db);
@@ -354,8 +353,8 @@ Status mlp_act_forward(CudaContext& ctx, bf16* out, const bf16* inp, int64_t n, 
   return {};
 }
 
-Status mlp_act_backward(CudaContext& ctx, bf16* dinp, const bf16* dout, const bf16* inp,
-                        int64_t n, MlpAct act) {
+Status mlp_act_backward(CudaContext& ctx, bf16* dinp, const bf16* dout, const bf16* inp, int64_t n,
+                        MlpAct act) {
   if (n == 0) return {};
   MlpActBackwardKernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(dinp, dout, inp, n,
                                                                             act);
@@ -402,16 +401,15 @@ template Status rope_forward<float>(CudaContext&, float*, const float*, const Ro
                                     int64_t, int64_t, int64_t);
 template Status rope_backward<bf16>(CudaContext&, bf16*, const bf16*, const RopeTable&, int64_t,
                                     int64_t, int64_t, int64_t);
-template Status rope_backward<float>(CudaContext&, float*, const float*, const RopeTable&,
-                                     int64_t, int64_t, int64_t, int64_t);
+template Status rope_backward<float>(CudaContext&, float*, const float*, const RopeTable&, int64_t,
+                                     int64_t, int64_t, int64_t);
 template Status residual_mix_forward<float, float, float>(CudaContext&, float*, const float*,
                                                           MixWeight, const float*, MixWeight,
                                                           int64_t);
 template Status residual_mix_forward<bf16, bf16, bf16>(CudaContext&, bf16*, const bf16*, MixWeight,
                                                        const bf16*, MixWeight, int64_t);
-template Status residual_mix_forward<bf16, bf16, float>(CudaContext&, bf16*, const bf16*,
-                                                        MixWeight, const float*, MixWeight,
-                                                        int64_t);
+template Status residual_mix_forward<bf16, bf16, float>(CudaContext&, bf16*, const bf16*, MixWeight,
+                                                        const float*, MixWeight, int64_t);
 template Status residual_mix_backward<float, float>(CudaContext&, const MixGrads&, const float*,
                                                     const float*, MixWeight, const float*,
                                                     MixWeight, int64_t);
@@ -419,7 +417,7 @@ template Status residual_mix_backward<bf16, bf16>(CudaContext&, const MixGrads&,
                                                   const bf16*, MixWeight, const bf16*, MixWeight,
                                                   int64_t);
 template Status residual_mix_backward<bf16, float>(CudaContext&, const MixGrads&, const float*,
-                                                   const bf16*, MixWeight, const float*,
-                                                   MixWeight, int64_t);
+                                                   const bf16*, MixWeight, const float*, MixWeight,
+                                                   int64_t);
 
 }  // namespace ablate::cuda

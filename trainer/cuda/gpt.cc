@@ -46,8 +46,8 @@ Status CheckMonotone(const std::vector<int32_t>& lo, int64_t b, int64_t t) {
   for (int64_t bi = 0; bi < b; ++bi) {
     for (int64_t ti = 1; ti < t; ++ti) {
       if (lo[bi * t + ti] < lo[bi * t + ti - 1]) {
-        return Error{"attention mask: first visible key decreases at token " +
-                         std::to_string(ti) + " of sequence " + std::to_string(bi),
+        return Error{"attention mask: first visible key decreases at token " + std::to_string(ti) +
+                         " of sequence " + std::to_string(bi),
                      ""};
       }
     }
@@ -148,7 +148,8 @@ Status Gpt::AllocateLayer(int64_t i, LayerActs& a) {
       ABLATE_RETURN_IF_ERROR(Alloc(x, bt * c, p + "attn"));
     }
     a.v = a.v_raw;
-    if (m_.value_residual || m_.value_embeds > 0) ABLATE_RETURN_IF_ERROR(Alloc(&a.v, bt * c, p + "v"));
+    if (m_.value_residual || m_.value_embeds > 0)
+      ABLATE_RETURN_IF_ERROR(Alloc(&a.v, bt * c, p + "v"));
     ABLATE_RETURN_IF_ERROR(Alloc(&a.q_rstd, bt * nh, p + "q_rstd"));
     ABLATE_RETURN_IF_ERROR(Alloc(&a.k_rstd, bt * nh, p + "k_rstd"));
     ABLATE_RETURN_IF_ERROR(Alloc(&a.lse, bt * nh, p + "lse"));
@@ -195,8 +196,8 @@ Status Gpt::ZeroGrads() {
 Status Gpt::RefreshWeights() { return to_bf16(ctx_, weights_, params_, dev_.total()); }
 
 Status Gpt::CopyDevice(float* dst, const float* src, int64_t n) {
-  ABLATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(n) * 4, cudaMemcpyDeviceToDevice,
-                                    ctx_.stream()));
+  ABLATE_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, size_t(n) * 4, cudaMemcpyDeviceToDevice, ctx_.stream()));
   return {};
 }
 
@@ -301,9 +302,9 @@ Result<const float*> Gpt::BlockForward(int64_t i, const float* x) {
   a.x_prev = x;
   if (m_.unet_skips && i >= half) {
     const float* skip = layers_[m_.n_layer - 1 - i].x_out;
-    ABLATE_RETURN_IF_ERROR(residual_mix_forward<float, float, float>(
-        ctx_, a.skip_sum, x, MixWeight::Constant(1.f), skip, MixWeight::Param(P(skip_) + i - half),
-        nc));
+    ABLATE_RETURN_IF_ERROR(
+        residual_mix_forward<float, float, float>(ctx_, a.skip_sum, x, MixWeight::Constant(1.f),
+                                                  skip, MixWeight::Param(P(skip_) + i - half), nc));
     x = a.skip_sum;
   }
   a.x_pre = x;
@@ -352,8 +353,8 @@ Status Gpt::ValueMixForward(int64_t i, LayerActs& a) {
   if (m_.value_residual) {
     const float* lam = P(o.value_lambda);
     return residual_mix_forward<bf16, bf16, bf16>(ctx_, a.v, a.v_raw, MixWeight::OneMinus(lam),
-                                                  layers_[first_attn_].v_raw,
-                                                  MixWeight::Param(lam), nc);
+                                                  layers_[first_attn_].v_raw, MixWeight::Param(lam),
+                                                  nc);
   }
   if (m_.value_embeds > 0) {
     const float* lam = P(o.ve_lambdas);
@@ -389,9 +390,8 @@ Status Gpt::HeadForward(const float* x, int64_t divisor, bool train) {
                                                     targets_, n_, c, v, m_.softcap, dloss,
                                                     head_scratch_));
   } else {
-    ABLATE_RETURN_IF_ERROR(
-        lm_head_forward(ctx_, losses_, lf_, W(head_), targets_, n_, c, v, m_.softcap,
-                        head_scratch_));
+    ABLATE_RETURN_IF_ERROR(lm_head_forward(ctx_, losses_, lf_, W(head_), targets_, n_, c, v,
+                                           m_.softcap, head_scratch_));
   }
   return loss_accumulate(ctx_, loss_acc_, losses_, n_, divisor);
 }

@@ -103,7 +103,7 @@ class Gpt {
   ModelConfig m_;
   ParamLayout layout_;
   DeviceLayout dev_;
-  int64_t b_, t_, n_;  // n_ = b_ * t_
+  int64_t b_, t_, n_;                 // n_ = b_ * t_
   std::vector<BlockOffsets> blocks_;  // device offsets
   int64_t embed_ = 0, head_ = 0, skip_ = -1;
   int64_t first_attn_ = -1;
@@ -141,8 +141,8 @@ class Gpt {
   bf16 *dxb_ = nullptr, *datt_ = nullptr, *dact_ = nullptr;  // (BT, C), (BT, C), (BT, F)
   float *dq_ = nullptr, *dk_ = nullptr, *dv_ = nullptr;      // (BT, C)
   float *dq_raw_ = nullptr, *dk_raw_ = nullptr, *dv_raw_ = nullptr, *dve_ = nullptr;
-  float* d_rows_ = nullptr;       // (B, NH, T) attention's rowsum(dout ⊙ out)
-  std::vector<float*> dskip_;     // (L/2) × (BT, C)
+  float* d_rows_ = nullptr;    // (B, NH, T) attention's rowsum(dout ⊙ out)
+  std::vector<float*> dskip_;  // (L/2) × (BT, C)
 };
 
 }  // namespace ablate::cuda

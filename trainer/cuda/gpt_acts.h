@@ -19,17 +19,17 @@ struct LayerActs {
   bf16* ln1 = nullptr;            // (BT, C)
   float* rstd1 = nullptr;         // (BT)
   bf16 *q_raw = nullptr, *k_raw = nullptr, *v_raw = nullptr;  // (BT, C) from the QKV product
-  bf16 *q = nullptr, *k = nullptr;  // (BT, C) after qk-norm and RoPE
-  bf16* v = nullptr;              // (BT, C) after mixing (= v_raw when nothing mixes)
+  bf16 *q = nullptr, *k = nullptr;                            // (BT, C) after qk-norm and RoPE
+  bf16* v = nullptr;                           // (BT, C) after mixing (= v_raw when nothing mixes)
   float *q_rstd = nullptr, *k_rstd = nullptr;  // (BT·NH)
-  const int32_t* lo = nullptr;    // (B, T) first visible key per query (a shared slot)
-  bf16* att = nullptr;            // (BT, C) attention output
-  float* lse = nullptr;           // (B, NH, T)
-  float* attn_out = nullptr;      // (BT, C) x_in + attention
-  bf16* ln2 = nullptr;            // (BT, C)
-  float* rstd2 = nullptr;         // (BT)
-  bf16* fc = nullptr;             // (BT, F) before the activation
-  float* x_out = nullptr;         // (BT, C)
+  const int32_t* lo = nullptr;                 // (B, T) first visible key per query (a shared slot)
+  bf16* att = nullptr;                         // (BT, C) attention output
+  float* lse = nullptr;                        // (B, NH, T)
+  float* attn_out = nullptr;                   // (BT, C) x_in + attention
+  bf16* ln2 = nullptr;                         // (BT, C)
+  float* rstd2 = nullptr;                      // (BT)
+  bf16* fc = nullptr;                          // (BT, F) before the activation
+  float* x_out = nullptr;                      // (BT, C)
 };
 
 }  // namespace ablate::cuda

@@ -74,8 +74,8 @@ Status Gpt::AttentionBackward(int64_t i, LayerActs& a) {
   ABLATE_RETURN_IF_ERROR(to_bf16(ctx_, dxb_, dx_, n_ * c));
   ABLATE_RETURN_IF_ERROR(matmul_backward<bf16>(ctx_, datt_, G(o.proj), dxb_, a.att, W(o.proj), n_,
                                                c, c, Output::kOverwrite));
-  ABLATE_RETURN_IF_ERROR(attention_backward(ctx_, dq_, dk_, dv_, datt_, a.q, a.k, a.v, a.att,
-                                            a.lse, a.lo, d_rows_, b_, t_, nh, hd,
+  ABLATE_RETURN_IF_ERROR(attention_backward(ctx_, dq_, dk_, dv_, datt_, a.q, a.k, a.v, a.att, a.lse,
+                                            a.lo, d_rows_, b_, t_, nh, hd,
                                             float(m_.AttentionScale())));
   ABLATE_RETURN_IF_ERROR(rope_backward<float>(ctx_, dq_, dq_, rope_, b_, t_, nh, hd));
   ABLATE_RETURN_IF_ERROR(rope_backward<float>(ctx_, dk_, dk_, rope_, b_, t_, nh, hd));
@@ -107,9 +107,9 @@ Result<const float*> Gpt::ValueMixBackward(int64_t i, LayerActs& a) {
     float* dlam = G(o.value_lambda);
     // v = (1 − λ)·v_raw + λ·v1, so dλ = Σ dv·v1 − Σ dv·v_raw.
     MixGrads g{dv_raw_, Output::kOverwrite, dv1_, Output::kAdd, {dlam, -1.f}, {dlam, 1.f}};
-    ABLATE_RETURN_IF_ERROR(residual_mix_backward<bf16, bf16>(
-        ctx_, g, dv_, a.v_raw, MixWeight::OneMinus(lam), layers_[first_attn_].v_raw,
-        MixWeight::Param(lam), nc));
+    ABLATE_RETURN_IF_ERROR(
+        residual_mix_backward<bf16, bf16>(ctx_, g, dv_, a.v_raw, MixWeight::OneMinus(lam),
+                                          layers_[first_attn_].v_raw, MixWeight::Param(lam), nc));
     if (i == first_attn_) ABLATE_RETURN_IF_ERROR(AddInto(ctx_, dv_raw_, dv1_, nc));
     return static_cast<const float*>(dv_raw_);
   }
@@ -121,11 +121,15 @@ Result<const float*> Gpt::ValueMixBackward(int64_t i, LayerActs& a) {
       ABLATE_RETURN_IF_ERROR(
           embedding_forward(ctx_, ve_, P(o.ve_table), inputs_, n_, m_.model_dim));
     }
-    MixGrads g{dv_raw_, Output::kOverwrite, has_ve ? dve_ : nullptr, Output::kOverwrite,
-               {dlam, 1.f}, has_ve ? GradTarget{dlam + 1, 1.f} : GradTarget{}};
-    ABLATE_RETURN_IF_ERROR(residual_mix_backward<bf16, float>(
-        ctx_, g, dv_, a.v_raw, MixWeight::Param(lam), has_ve ? ve_ : nullptr,
-        MixWeight::Param(lam + 1), nc));
+    MixGrads g{dv_raw_,
+               Output::kOverwrite,
+               has_ve ? dve_ : nullptr,
+               Output::kOverwrite,
+               {dlam, 1.f},
+               has_ve ? GradTarget{dlam + 1, 1.f} : GradTarget{}};
+    ABLATE_RETURN_IF_ERROR(
+        residual_mix_backward<bf16, float>(ctx_, g, dv_, a.v_raw, MixWeight::Param(lam),
+                                           has_ve ? ve_ : nullptr, MixWeight::Param(lam + 1), nc));
     if (has_ve) {
       ABLATE_RETURN_IF_ERROR(embedding_backward(ctx_, G(o.ve_table), dve_, plan_, m_.model_dim));
     }
@@ -139,10 +143,9 @@ Status Gpt::ShortcutBackward(int64_t i, LayerActs& a) {
   const float* lam = P(blocks_[i].lambdas);
   float* dlam = G(blocks_[i].lambdas);
   MixGrads g{dtmp_, Output::kOverwrite, dx0_, Output::kAdd, {dlam, 1.f}, {dlam + 1, 1.f}};
-  ABLATE_RETURN_IF_ERROR(residual_mix_backward<float, float>(ctx_, g, dx_, a.x_pre,
-                                                             MixWeight::Param(lam), x0_,
-                                                             MixWeight::Param(lam + 1),
-                                                             n_ * m_.model_dim));
+  ABLATE_RETURN_IF_ERROR(
+      residual_mix_backward<float, float>(ctx_, g, dx_, a.x_pre, MixWeight::Param(lam), x0_,
+                                          MixWeight::Param(lam + 1), n_ * m_.model_dim));
   std::swap(dx_, dtmp_);
   return {};
 }
@@ -151,18 +154,17 @@ Status Gpt::ShortcutBackward(int64_t i, LayerActs& a) {
 Status Gpt::SkipBackward(int64_t i, LayerActs& a) {
   int64_t half = m_.n_layer / 2, src = m_.n_layer - 1 - i;
   MixGrads g{nullptr, Output::kAdd, dskip_[src], Output::kAdd, {}, {G(skip_) + i - half, 1.f}};
-  return residual_mix_backward<float, float>(ctx_, g, dx_, a.x_prev, MixWeight::Constant(1.f),
-                                             layers_[src].x_out,
-                                             MixWeight::Param(P(skip_) + i - half),
-                                             n_ * m_.model_dim);
+  return residual_mix_backward<float, float>(
+      ctx_, g, dx_, a.x_prev, MixWeight::Constant(1.f), layers_[src].x_out,
+      MixWeight::Param(P(skip_) + i - half), n_ * m_.model_dim);
 }
 
 Status Gpt::EmbedBackward() {
   int64_t c = m_.model_dim;
   const float* demb = dx0_;
   if (m_.embed_norm) {
-    ABLATE_RETURN_IF_ERROR(rmsnorm_backward<float>(ctx_, dtmp_, dx0_, emb_, emb_rstd_, n_, c,
-                                                   Output::kOverwrite));
+    ABLATE_RETURN_IF_ERROR(
+        rmsnorm_backward<float>(ctx_, dtmp_, dx0_, emb_, emb_rstd_, n_, c, Output::kOverwrite));
     demb = dtmp_;
   }
   return embedding_backward(ctx_, G(embed_), demb, plan_, c);

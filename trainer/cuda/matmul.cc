@@ -59,8 +59,8 @@ struct PrefHandle {
 };
 
 Status MakeLayout(const CublasLtApi& lt, const Layout& l, int batch, LayoutHandle* out) {
-  ABLATE_CUBLAS_CHECK(lt.MatrixLayoutCreate(&out->h, l.type, uint64_t(l.rows), uint64_t(l.cols),
-                                            l.ld));
+  ABLATE_CUBLAS_CHECK(
+      lt.MatrixLayoutCreate(&out->h, l.type, uint64_t(l.rows), uint64_t(l.cols), l.ld));
   if (batch > 1) {
     int32_t count = batch;
     int64_t stride = l.stride;
@@ -76,10 +76,28 @@ Status MakeLayout(const CublasLtApi& lt, const Layout& l, int batch, LayoutHandl
 std::string CacheKey(cublasOperation_t op_a, cublasOperation_t op_b, const Layout& a,
                      const Layout& b, const Layout& d, int batch, const uint32_t align[4]) {
   std::string key;
-  for (int64_t v : {int64_t(op_a), int64_t(op_b), int64_t(a.type), a.rows, a.cols, a.ld,
-                    a.stride, int64_t(b.type), b.rows, b.cols, b.ld, b.stride, int64_t(d.type),
-                    d.rows, d.cols, d.ld, d.stride, int64_t(batch), int64_t(align[0]),
-                    int64_t(align[1]), int64_t(align[2]), int64_t(align[3])}) {
+  for (int64_t v : {int64_t(op_a),
+                    int64_t(op_b),
+                    int64_t(a.type),
+                    a.rows,
+                    a.cols,
+                    a.ld,
+                    a.stride,
+                    int64_t(b.type),
+                    b.rows,
+                    b.cols,
+                    b.ld,
+                    b.stride,
+                    int64_t(d.type),
+                    d.rows,
+                    d.cols,
+                    d.ld,
+                    d.stride,
+                    int64_t(batch),
+                    int64_t(align[0]),
+                    int64_t(align[1]),
+                    int64_t(align[2]),
+                    int64_t(align[3])}) {
     key += std::to_string(v);
     key += ',';
   }
@@ -149,8 +167,8 @@ Status Gemm(CudaContext& ctx, Trans ta, Trans tb, int64_t m, int64_t n, int64_t 
                              Alignment(d, batch.stride_c * int64_t(sizeof(TOut)))};
   DescHandle desc{lt};
   ABLATE_CUBLAS_CHECK(lt.MatmulDescCreate(&desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  ABLATE_CUBLAS_CHECK(lt.MatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
-                                                sizeof(op_first)));
+  ABLATE_CUBLAS_CHECK(
+      lt.MatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
   ABLATE_CUBLAS_CHECK(lt.MatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
                                                 sizeof(op_second)));
   LayoutHandle h_first{lt}, h_second{lt}, h_out{lt};
@@ -160,8 +178,8 @@ Status Gemm(CudaContext& ctx, Trans ta, Trans tb, int64_t m, int64_t n, int64_t 
   Result<GemmAlgo> algo = ChooseAlgo(ctx, desc.h, op_first, op_second, first, second, out,
                                      batch.count, h_first, h_second, h_out, align);
   if (!algo.ok()) return algo.error();
-  ABLATE_CUBLAS_CHECK(lt.Matmul(ctx.lt_handle(), desc.h, &alpha, b, h_first.h, a, h_second.h,
-                                &beta, c, h_out.h, d, h_out.h, &algo->algo, ctx.workspace(),
+  ABLATE_CUBLAS_CHECK(lt.Matmul(ctx.lt_handle(), desc.h, &alpha, b, h_first.h, a, h_second.h, &beta,
+                                c, h_out.h, d, h_out.h, &algo->algo, ctx.workspace(),
                                 size_t(CudaContext::kWorkspaceBytes), ctx.stream()));
   return {};
 }
@@ -170,8 +188,8 @@ template <class TOut>
 Status matmul_forward(CudaContext& ctx, TOut* out, const bf16* inp, const bf16* weight, int64_t n,
                       int64_t c, int64_t oc, Output mode) {
   float beta = mode == Output::kAdd ? 1.f : 0.f;
-  return Gemm<TOut>(ctx, Trans::kNo, Trans::kYes, n, oc, c, 1.f, inp, c, weight, c, beta, out,
-                    out, oc);
+  return Gemm<TOut>(ctx, Trans::kNo, Trans::kYes, n, oc, c, 1.f, inp, c, weight, c, beta, out, out,
+                    oc);
 }
 
 template <class TDin>
@@ -180,8 +198,8 @@ Status matmul_backward(CudaContext& ctx, TDin* dinp, float* dweight, const bf16*
                        Output dinp_mode) {
   if (dinp != nullptr) {
     float beta = dinp_mode == Output::kAdd ? 1.f : 0.f;
-    ABLATE_RETURN_IF_ERROR(Gemm<TDin>(ctx, Trans::kNo, Trans::kNo, n, c, oc, 1.f, dout, oc,
-                                      weight, c, beta, dinp, dinp, c));
+    ABLATE_RETURN_IF_ERROR(Gemm<TDin>(ctx, Trans::kNo, Trans::kNo, n, c, oc, 1.f, dout, oc, weight,
+                                      c, beta, dinp, dinp, c));
   }
   if (dweight != nullptr) {
     ABLATE_RETURN_IF_ERROR(Gemm<float>(ctx, Trans::kYes, Trans::kNo, oc, c, n, 1.f, dout, oc, inp,
@@ -191,8 +209,8 @@ Status matmul_backward(CudaContext& ctx, TDin* dinp, float* dweight, const bf16*
 }
 
 template Status Gemm<float>(CudaContext&, Trans, Trans, int64_t, int64_t, int64_t, float,
-                            const bf16*, int64_t, const bf16*, int64_t, float, const float*,
-                            float*, int64_t, const GemmBatch&);
+                            const bf16*, int64_t, const bf16*, int64_t, float, const float*, float*,
+                            int64_t, const GemmBatch&);
 template Status Gemm<bf16>(CudaContext&, Trans, Trans, int64_t, int64_t, int64_t, float,
                            const bf16*, int64_t, const bf16*, int64_t, float, const bf16*, bf16*,
                            int64_t, const GemmBatch&);

@@ -19,8 +19,8 @@ using cpu::MlpAct;
 Status mlp_act_forward(CudaContext& ctx, bf16* out, const bf16* inp, int64_t n, MlpAct act);
 
 // dinp (N) = act'(inp) · dout (overwrites; dinp may alias dout).
-Status mlp_act_backward(CudaContext& ctx, bf16* dinp, const bf16* dout, const bf16* inp,
-                        int64_t n, MlpAct act);
+Status mlp_act_backward(CudaContext& ctx, bf16* dinp, const bf16* dout, const bf16* inp, int64_t n,
+                        MlpAct act);
 
 }  // namespace ablate::cuda
 

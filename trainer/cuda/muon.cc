@@ -39,8 +39,7 @@ Status Muon::Init(CudaContext& ctx) {
   for (const MuonMatrix& m : matrices_) total += m.rows * m.cols;
   ABLATE_RETURN_IF_ERROR(momentum_.Allocate(total, "Muon's momentum"));
   if (total > 0) {
-    ABLATE_CUDA_CHECK(
-        cudaMemsetAsync(momentum_.get(), 0, size_t(momentum_.bytes()), ctx.stream()));
+    ABLATE_CUDA_CHECK(cudaMemsetAsync(momentum_.get(), 0, size_t(momentum_.bytes()), ctx.stream()));
   }
   for (Group& g : groups_) {
     int64_t count = int64_t(g.members.size()), per = g.r * g.c;
@@ -90,9 +89,8 @@ Status Muon::Step(CudaContext& ctx, float* params, const float* grads, double lr
                                            g.staging.get() + j * per, per, mu, config_.nesterov));
     }
     ABLATE_RETURN_IF_ERROR(muon_inv_norm(ctx, g.inv_norm.get(), g.staging.get(), count, per));
-    ABLATE_RETURN_IF_ERROR(
-        muon_pack(ctx, g.x.get(), g.staging.get(), g.inv_norm.get(), count, g.r, g.c,
-                  g.transposed));
+    ABLATE_RETURN_IF_ERROR(muon_pack(ctx, g.x.get(), g.staging.get(), g.inv_norm.get(), count, g.r,
+                                     g.c, g.transposed));
     ABLATE_RETURN_IF_ERROR(NewtonSchulz(ctx, g));
     for (int64_t j = 0; j < count; ++j) {
       const MuonMatrix& m = matrices_[g.members[j]];

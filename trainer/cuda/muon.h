@@ -34,11 +34,11 @@ class Muon {
   struct Group {
     int64_t r = 0, c = 0;
     bool transposed = false;
-    std::vector<int64_t> members;    // indices into matrices_
-    DeviceBuffer<float> staging;     // (G, rows·cols) momentum output, the matrix's own layout
-    DeviceBuffer<float> inv_norm;    // (G)
-    DeviceBuffer<bf16> x, x_next;    // (G, r, c)
-    DeviceBuffer<bf16> a, b;         // (G, r, r)
+    std::vector<int64_t> members;  // indices into matrices_
+    DeviceBuffer<float> staging;   // (G, rows·cols) momentum output, the matrix's own layout
+    DeviceBuffer<float> inv_norm;  // (G)
+    DeviceBuffer<bf16> x, x_next;  // (G, r, c)
+    DeviceBuffer<bf16> a, b;       // (G, r, r)
   };
 
   Status NewtonSchulz(CudaContext& ctx, Group& g);

@@ -22,8 +22,7 @@ __device__ __forceinline__ int64_t GridStride() { return int64_t(gridDim.x) * bl
 
 // ---- Adam ----------------------------------------------------------------------------------
 
-__global__ void AdamKernel(float* p, const float* g, float* m, float* v, int64_t n,
-                           AdamCoeffs k) {
+__global__ void AdamKernel(float* p, const float* g, float* m, float* v, int64_t n, AdamCoeffs k) {
   for (int64_t i = GlobalThread(); i < n; i += GridStride()) {
     float gi = g[i];
     float mi = k.b1 * m[i] + k.one_minus_b1 * gi;
@@ -90,11 +89,10 @@ Status adam_update(CudaContext& ctx, float* p, const float* g, float* m, float* 
   return {};
 }
 
-Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n,
-                     float mu, bool nesterov) {
+Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n, float mu,
+                     bool nesterov) {
   if (n == 0) return {};
-  MomentumKernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(buf, g, out, n, mu,
-                                                                       nesterov);
+  MomentumKernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(buf, g, out, n, mu, nesterov);
   ABLATE_CUDA_LAUNCH_CHECK("MomentumKernel");
   return {};
 }

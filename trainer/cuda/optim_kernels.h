@@ -21,8 +21,8 @@ Status adam_update(CudaContext& ctx, float* p, const float* g, float* m, float* 
                    const AdamCoeffs& k);
 
 // buf (n) = μ·buf + g; out (n) = g + μ·buf with Nesterov, else buf.
-Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n,
-                     float mu, bool nesterov);
+Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n, float mu,
+                     bool nesterov);
 
 // inv_norm[j] = 1 / (‖staging[j]‖_F + 1e-7) for the `count` matrices of n elements in staging.
 Status muon_inv_norm(CudaContext& ctx, float* inv_norm, const float* staging, int64_t count,

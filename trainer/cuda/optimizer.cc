@@ -23,7 +23,8 @@ std::vector<MuonMatrix> DeviceMuonMatrices(const DeviceLayout& layout) {
 std::vector<AdamSpan> DeviceAdamSpans(const OptimConfig& c, const DeviceLayout& layout) {
   std::vector<AdamSpan> out;
   for (const ParamInfo& p : layout.host().params()) {
-    if (p.group != ParamGroup::kMuon) out.push_back({layout.Map(p.offset), p.numel, c.BaseLr(p.group)});
+    if (p.group != ParamGroup::kMuon)
+      out.push_back({layout.Map(p.offset), p.numel, c.BaseLr(p.group)});
   }
   return out;
 }
@@ -31,7 +32,8 @@ std::vector<AdamSpan> DeviceAdamSpans(const OptimConfig& c, const DeviceLayout& 
 }  // namespace
 
 Optimizer::Optimizer(const OptimConfig& config, const DeviceLayout& layout)
-    : config_(config), muon_(config.muon, DeviceMuonMatrices(layout)),
+    : config_(config),
+      muon_(config.muon, DeviceMuonMatrices(layout)),
       adam_(config.adam, DeviceAdamSpans(config, layout)) {}
 
 Status Optimizer::Init(CudaContext& ctx) {

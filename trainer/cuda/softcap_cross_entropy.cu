@@ -98,9 +98,8 @@ __global__ void __launch_bounds__(kSumThreads)
 Status CheckScratch(const LmHeadScratch& scratch, bool backward) {
   if (scratch.chunk_rows <= 0 || scratch.logits == nullptr ||
       (backward && scratch.dlogits == nullptr)) {
-    return Error{"lm_head: scratch has no room (chunk_rows " +
-                     std::to_string(scratch.chunk_rows) + ")",
-                 ""};
+    return Error{
+        "lm_head: scratch has no room (chunk_rows " + std::to_string(scratch.chunk_rows) + ")", ""};
   }
   return {};
 }
@@ -113,8 +112,8 @@ Status softcap_cross_entropy_forward(CudaContext& ctx, float* losses, bf16* dlog
   if (n == 0) return {};
   if (n > int64_t(INT32_MAX)) return Error{"softcap_cross_entropy: too many rows", ""};
   DeviceCap dc{cap.kind, float(cap.cap)};
-  ClassifierKernel<<<unsigned(n), kRowThreads, 0, ctx.stream()>>>(losses, dlogits, logits,
-                                                                   targets, v, dc, dloss);
+  ClassifierKernel<<<unsigned(n), kRowThreads, 0, ctx.stream()>>>(losses, dlogits, logits, targets,
+                                                                  v, dc, dloss);
   ABLATE_CUDA_LAUNCH_CHECK("ClassifierKernel");
   return {};
 }
@@ -135,9 +134,8 @@ Status lm_head_forward(CudaContext& ctx, float* losses, const bf16* x, const bf1
   for (int64_t r0 = 0; r0 < n; r0 += scratch.chunk_rows) {
     int64_t rows = std::min(scratch.chunk_rows, n - r0);
     ABLATE_RETURN_IF_ERROR(matmul_forward<float>(ctx, scratch.logits, x + r0 * c, w, rows, c, v));
-    ABLATE_RETURN_IF_ERROR(softcap_cross_entropy_forward(ctx, losses + r0, nullptr,
-                                                         scratch.logits, targets + r0, rows, v,
-                                                         cap, 0.f));
+    ABLATE_RETURN_IF_ERROR(softcap_cross_entropy_forward(ctx, losses + r0, nullptr, scratch.logits,
+                                                         targets + r0, rows, v, cap, 0.f));
   }
   return {};
 }
@@ -150,13 +148,11 @@ Status lm_head_forward_backward(CudaContext& ctx, float* losses, float* dx, floa
   for (int64_t r0 = 0; r0 < n; r0 += scratch.chunk_rows) {
     int64_t rows = std::min(scratch.chunk_rows, n - r0);
     ABLATE_RETURN_IF_ERROR(matmul_forward<float>(ctx, scratch.logits, x + r0 * c, w, rows, c, v));
-    ABLATE_RETURN_IF_ERROR(softcap_cross_entropy_forward(ctx, losses + r0, scratch.dlogits,
-                                                         scratch.logits, targets + r0, rows, v,
-                                                         cap, dloss));
+    ABLATE_RETURN_IF_ERROR(softcap_cross_entropy_forward(
+        ctx, losses + r0, scratch.dlogits, scratch.logits, targets + r0, rows, v, cap, dloss));
     // dx rows = dlogits · w; dw += dlogitsᵀ · x rows.
-    ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx, dx + r0 * c, dw, scratch.dlogits,
-                                                  x + r0 * c, w, rows, c, v,
-                                                  Output::kOverwrite));
+    ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx, dx + r0 * c, dw, scratch.dlogits, x + r0 * c,
+                                                  w, rows, c, v, Output::kOverwrite));
   }
   return {};
 }

@@ -10,7 +10,9 @@
 namespace ablate {
 
 CpuEngine::CpuEngine(const RunPlan& plan, Communicator& comm)
-    : plan_(plan), comm_(comm), gpt_(plan.model, plan.micro_batch, plan.model.seq_len),
+    : plan_(plan),
+      comm_(comm),
+      gpt_(plan.model, plan.micro_batch, plan.model.seq_len),
       optimizer_(plan.optim, gpt_.layout(), comm.rank(), comm.world_size()) {}
 
 Status CpuEngine::Init(uint64_t seed) {

@@ -1,0 +1,126 @@
+// CUDA attention (tiled tensor-core kernels and the warp-per-query kernels) against the CPU twin
+// on fresh random bf16 q, k, v, for each mask of MODEL.md: causal, document masking, block
+// sliding windows (including the diagonal-block-only window of r20's early short layers) and
+// windows with documents. Sequence lengths are not multiples of the 64-row tiles, so partial
+// tiles are exercised. Outputs are poisoned first.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/trainer/cuda_test_util.h"
+#include "trainer/cpu/attention.h"
+#include "trainer/cuda/attention.h"
+
+namespace ablate {
+namespace {
+
+using cuda::AttentionImpl;
+using cuda::bf16;
+using testing::DeviceTensor;
+using testing::Random;
+using testing::RandomIds;
+using testing::RelError;
+using testing::RoundBf16;
+
+struct AttentionCase {
+  std::string name;
+  int64_t hd;
+  AttentionImpl impl;
+  cpu::AttentionMask mask;
+  int64_t t = 200;
+};
+
+class CudaAttention : public testing::CudaTest,
+                      public ::testing::WithParamInterface<AttentionCase> {};
+
+// Tokens with a BOS (id 1) about every 40 positions, at least one mid-sequence.
+std::vector<int32_t> Tokens(int64_t b, int64_t t) {
+  std::vector<int32_t> tok = RandomIds(b * t, 40);
+  for (int32_t& x : tok) x += 2;
+  for (int64_t i = 0; i < b * t; i += 37) tok[i] = 1;
+  tok[t / 2] = 1;
+  return tok;
+}
+
+TEST_P(CudaAttention, ForwardAndBackwardMatchCpu) {
+  const AttentionCase& p = GetParam();
+  int64_t b = 2, t = p.t, nh = 2, hd = p.hd, n = b * t * nh * hd;
+  float scale = 0.12f;
+  std::vector<int32_t> tokens = Tokens(b, t), lo(b * t);
+  cpu::attention_key_start(lo.data(), tokens.data(), t, b, t, p.mask);
+  std::vector<float> q = RoundBf16(Random(n, -2.f, 2.f)), k = RoundBf16(Random(n, -2.f, 2.f)),
+                     v = RoundBf16(Random(n)), dout = RoundBf16(Random(n));
+  DeviceTensor<bf16> d_q(ctx(), q), d_k(ctx(), k), d_v(ctx(), v), d_out(ctx(), n),
+      d_dout(ctx(), dout);
+  DeviceTensor<float> d_lse(ctx(), b * nh * t), d_dq(ctx(), n), d_dk(ctx(), n), d_dv(ctx(), n),
+      d_rows(ctx(), b * nh * t);
+  DeviceTensor<int32_t> d_lo(ctx(), lo);
+  for (auto* x : {&d_lse, &d_dq, &d_dk, &d_dv}) x->Poison();
+  d_out.Poison();
+  ABLATE_EXPECT_OP(ctx(),
+                   cuda::attention_forward(ctx(), d_out.get(), d_lse.get(), d_q.get(), d_k.get(),
+                                           d_v.get(), d_lo.get(), b, t, nh, hd, scale, p.impl));
+  std::vector<float> out(n), lse(b * nh * t);
+  cpu::attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), lo.data(), b, t, nh,
+                         hd, scale);
+  EXPECT_LT(RelError(d_out.Get(), out), 1e-2);
+  EXPECT_LT(testing::MaxAbsError(d_lse.Get(), lse), 1e-3);
+
+  // The backward reads the GPU's own (bf16) output, as the model does; the CPU gets the same.
+  std::vector<float> gpu_out = d_out.Get();
+  ABLATE_EXPECT_OP(
+      ctx(), cuda::attention_backward(ctx(), d_dq.get(), d_dk.get(), d_dv.get(), d_dout.get(),
+                                      d_q.get(), d_k.get(), d_v.get(), d_out.get(), d_lse.get(),
+                                      d_lo.get(), d_rows.get(), b, t, nh, hd, scale, p.impl));
+  std::vector<float> dq(n, 0.f), dk(n, 0.f), dv(n, 0.f);
+  cpu::attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(),
+                          v.data(), gpu_out.data(), lse.data(), lo.data(), b, t, nh, hd, scale);
+  EXPECT_LT(RelError(d_dq.Get(), dq), 2e-2);
+  EXPECT_LT(RelError(d_dk.Get(), dk), 2e-2);
+  EXPECT_LT(RelError(d_dv.Get(), dv), 2e-2);
+}
+
+cpu::AttentionMask Causal() { return {}; }
+cpu::AttentionMask Docs() { return {true, 1, 0, 1}; }
+cpu::AttentionMask Window(int64_t blocks, int64_t block_tokens) {
+  return {false, 1, blocks, block_tokens};
+}
+cpu::AttentionMask DocsAndWindow() { return {true, 1, 3, 16}; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Masks, CudaAttention,
+    ::testing::Values(
+        AttentionCase{"tiled128_causal", 128, AttentionImpl::kTiled, Causal()},
+        AttentionCase{"tiled128_docs", 128, AttentionImpl::kTiled, Docs()},
+        AttentionCase{"tiled128_window", 128, AttentionImpl::kTiled, Window(2, 48)},
+        AttentionCase{"tiled128_diagonal_block", 128, AttentionImpl::kTiled, Window(1, 64)},
+        AttentionCase{"tiled128_docs_window", 128, AttentionImpl::kTiled, DocsAndWindow()},
+        AttentionCase{"tiled128_long", 128, AttentionImpl::kTiled, DocsAndWindow(), 1000},
+        AttentionCase{"tiled64_causal", 64, AttentionImpl::kTiled, Causal()},
+        AttentionCase{"tiled64_docs_window", 64, AttentionImpl::kTiled, DocsAndWindow()},
+        AttentionCase{"tiled64_short", 64, AttentionImpl::kTiled, Causal(), 10},
+        AttentionCase{"warp32_causal", 32, AttentionImpl::kWarp, Causal()},
+        AttentionCase{"warp32_docs_window", 32, AttentionImpl::kWarp, DocsAndWindow()},
+        AttentionCase{"warp8_window", 8, AttentionImpl::kWarp, Window(2, 4)},
+        AttentionCase{"warp128_docs", 128, AttentionImpl::kWarp, Docs()},
+        AttentionCase{"auto96_causal", 96, AttentionImpl::kAuto, Causal()}),
+    [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
+
+class CudaAttentionChoice : public testing::CudaTest {};
+
+// kTiled refuses what the tiles do not cover, with a reason.
+TEST_F(CudaAttentionChoice, TiledRefusesOtherHeadDims) {
+  int64_t b = 1, t = 8, nh = 1, hd = 32, n = b * t * nh * hd;
+  DeviceTensor<bf16> x(ctx(), RoundBf16(Random(n))), out(ctx(), n);
+  DeviceTensor<float> lse(ctx(), t);
+  std::vector<int32_t> lo(t, 0);
+  DeviceTensor<int32_t> d_lo(ctx(), lo);
+  Status s = cuda::attention_forward(ctx(), out.get(), lse.get(), x.get(), x.get(), x.get(),
+                                     d_lo.get(), b, t, nh, hd, 0.1f, AttentionImpl::kTiled);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("head_dim 64 or 128"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace ablate

@@ -1,0 +1,85 @@
+// Host-side logic of the CUDA backend that needs no GPU (label unit): the embedding backward's
+// grouping of rows by id, and the padded device layout of the parameters.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "trainer/config/knob_schema.h"
+#include "trainer/cuda/device_layout.h"
+#include "trainer/cuda/embedding.h"
+#include "trainer/model/model_config.h"
+
+namespace ablate {
+namespace {
+
+TEST(EmbeddingPlan, GroupsRowsByIdInPositionOrder) {
+  std::vector<int32_t> idx = {7, 2, 7, 0, 2, 7, 9};
+  cuda::EmbeddingPlan plan = cuda::BuildEmbeddingPlan(idx.data(), int64_t(idx.size()));
+  EXPECT_EQ(plan.ids, (std::vector<int32_t>{0, 2, 7, 9}));
+  EXPECT_EQ(plan.offsets, (std::vector<int32_t>{0, 1, 3, 6, 7}));
+  EXPECT_EQ(plan.positions, (std::vector<int32_t>{3, 1, 4, 0, 2, 5, 6}));
+}
+
+TEST(EmbeddingPlan, EveryRowAppearsOnceUnderItsId) {
+  std::vector<int32_t> idx(5000);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = int32_t((i * 7919 + i / 13) % 1013);
+  cuda::EmbeddingPlan plan = cuda::BuildEmbeddingPlan(idx.data(), int64_t(idx.size()));
+  ASSERT_EQ(plan.offsets.size(), plan.ids.size() + 1);
+  ASSERT_EQ(plan.offsets.back(), int32_t(idx.size()));
+  std::vector<int> seen(idx.size(), 0);
+  for (size_t u = 0; u < plan.ids.size(); ++u) {
+    for (int32_t p = plan.offsets[u]; p < plan.offsets[u + 1]; ++p) {
+      EXPECT_EQ(idx[plan.positions[p]], plan.ids[u]);
+      if (p > plan.offsets[u]) {
+        EXPECT_LT(plan.positions[p - 1], plan.positions[p]);
+      }
+      ++seen[plan.positions[p]];
+    }
+  }
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
+}
+
+TEST(EmbeddingPlan, EmptyBatchHasOneOffset) {
+  cuda::EmbeddingPlan plan = cuda::BuildEmbeddingPlan(nullptr, 0);
+  EXPECT_TRUE(plan.ids.empty());
+  EXPECT_EQ(plan.offsets, (std::vector<int32_t>{0}));
+}
+
+ModelConfig Config(const nlohmann::json& overrides) {
+  nlohmann::json c = {
+      {"n_layer", 2},      {"model_dim", 12},  {"n_head", 2},   {"head_dim", 6},
+      {"bos_token", 1},    {"vocab_size", 50}, {"seq_len", 16}, {"device_batch_tokens", 32},
+      {"batch_tokens", 32}};
+  c.update(overrides);
+  Result<nlohmann::json> canonical = CanonicalizeConfig(c);
+  EXPECT_TRUE(canonical.ok()) << canonical.error().message;
+  return *ModelConfig::FromCanonical(*canonical);
+}
+
+// d = 12: a (d, d) matrix is 144 elements, not a multiple of 64, so padding shows.
+TEST(DeviceLayout, AlignsTensorsButKeepsQkvAdjacent) {
+  for (bool merged : {false, true}) {
+    ModelConfig m = Config({{"merged_qkv", merged}, {"embed_shortcut", true}});
+    ParamLayout host(m);
+    cuda::DeviceLayout dev(host);
+    int64_t prev_end = 0;
+    for (const ParamInfo& p : host.params()) {
+      int64_t start = dev.Map(p.offset);
+      EXPECT_GE(start, prev_end) << p.name;
+      bool follows_q = p.name.ends_with("attn.k.weight") || p.name.ends_with("attn.v.weight");
+      if (follows_q) {
+        EXPECT_EQ(start, prev_end) << p.name;
+      } else {
+        EXPECT_EQ(start % cuda::DeviceLayout::kAlign, 0) << p.name;
+      }
+      EXPECT_EQ(dev.Map(p.offset + p.numel - 1), start + p.numel - 1) << p.name;
+      prev_end = start + p.numel;
+    }
+    EXPECT_GE(dev.total(), prev_end);
+    EXPECT_EQ(dev.total() % cuda::DeviceLayout::kAlign, 0);
+  }
+}
+
+}  // namespace
+}  // namespace ablate

@@ -1,0 +1,431 @@
+// Every memory-bound CUDA op, the cuBLASLt GEMMs and the fused classifier against their CPU
+// twins (trainer/cpu) on fresh random inputs. The CPU twin gets exactly the operands the GPU
+// reads (bf16-rounded where the GPU stores bf16); outputs are poisoned before each op.
+// Thresholds: fp32 results 1e-5 relative (1e-4 for sums of many products); results stored in
+// bf16, or computed from bf16-rounded intermediates, 1e-2 to 2e-2 (bf16 keeps 8 bits).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/trainer/cuda_test_util.h"
+#include "trainer/cpu/embedding.h"
+#include "trainer/cpu/matmul.h"
+#include "trainer/cpu/mlp_act.h"
+#include "trainer/cpu/residual.h"
+#include "trainer/cpu/rmsnorm.h"
+#include "trainer/cpu/rope.h"
+#include "trainer/cpu/softcap_cross_entropy.h"
+#include "trainer/cuda/convert.h"
+#include "trainer/cuda/embedding.h"
+#include "trainer/cuda/matmul.h"
+#include "trainer/cuda/mlp_act.h"
+#include "trainer/cuda/residual.h"
+#include "trainer/cuda/rmsnorm.h"
+#include "trainer/cuda/rope.h"
+#include "trainer/cuda/softcap_cross_entropy.h"
+
+namespace ablate {
+namespace {
+
+using cuda::bf16;
+using testing::DeviceTensor;
+using testing::Random;
+using testing::RandomIds;
+using testing::RelError;
+using testing::RoundBf16;
+
+class CudaOps : public testing::CudaTest {};
+
+TEST_F(CudaOps, EmbeddingForwardGathersAndBackwardSumsPerId) {
+  int64_t ve = 50, c = 96, n = 300;
+  std::vector<float> table = Random(ve * c);
+  std::vector<int32_t> idx = RandomIds(n, int32_t(ve));
+  DeviceTensor<float> d_table(ctx(), table), d_out(ctx(), n * c);
+  DeviceTensor<int32_t> d_idx(ctx(), idx);
+  d_out.Poison();
+  ABLATE_EXPECT_OP(ctx(),
+                   cuda::embedding_forward(ctx(), d_out.get(), d_table.get(), d_idx.get(), n, c));
+  std::vector<float> want(n * c);
+  cpu::embedding_forward(want.data(), table.data(), idx.data(), n, c);
+  EXPECT_EQ(d_out.Get(), want);
+
+  std::vector<float> dout = Random(n * c), dtable = Random(ve * c);
+  cuda::EmbeddingPlan plan = cuda::BuildEmbeddingPlan(idx.data(), n);
+  DeviceTensor<int32_t> ids(ctx(), plan.ids), offsets(ctx(), plan.offsets),
+      positions(ctx(), plan.positions);
+  DeviceTensor<float> d_dtable(ctx(), dtable), d_dout(ctx(), dout);
+  cuda::DeviceEmbeddingPlan dplan{ids.get(), offsets.get(), positions.get(),
+                                  int64_t(plan.ids.size())};
+  ABLATE_EXPECT_OP(ctx(), cuda::embedding_backward(ctx(), d_dtable.get(), d_dout.get(), dplan, c));
+  cpu::embedding_backward(dtable.data(), dout.data(), idx.data(), n, c);
+  EXPECT_LT(RelError(d_dtable.Get(), dtable), 1e-6);
+}
+
+// One forward of each storage combination against the CPU on the same (rounded) input.
+template <class TIn, class TOut>
+void CheckRmsNormForward(cuda::CudaContext& ctx, int64_t n, int64_t c, double tol) {
+  std::vector<float> x = Random(n * c, -2.f, 2.f);
+  if (std::is_same_v<TIn, bf16>) x = RoundBf16(x);
+  DeviceTensor<TIn> d_x(ctx, x);
+  DeviceTensor<TOut> d_out(ctx, n * c);
+  DeviceTensor<float> d_rstd(ctx, n);
+  d_out.Poison();
+  d_rstd.Poison();
+  ABLATE_EXPECT_OP(
+      ctx, cuda::rmsnorm_forward<TIn, TOut>(ctx, d_out.get(), d_rstd.get(), d_x.get(), n, c));
+  std::vector<float> want(n * c), want_rstd(n);
+  cpu::rmsnorm_forward(want.data(), want_rstd.data(), x.data(), n, c);
+  EXPECT_LT(RelError(d_out.Get(), want), tol);
+  EXPECT_LT(RelError(d_rstd.Get(), want_rstd), 1e-5);
+}
+
+TEST_F(CudaOps, RmsNormForwardMatchesCpu) {
+  CheckRmsNormForward<float, float>(ctx(), 77, 200, 1e-5);
+  CheckRmsNormForward<float, bf16>(ctx(), 77, 200, 1e-2);
+  CheckRmsNormForward<bf16, bf16>(ctx(), 77 * 3, 40, 1e-2);  // per-head rows, as qk-norm
+}
+
+template <class TIn>
+void CheckRmsNormBackward(cuda::CudaContext& ctx, int64_t n, int64_t c, cpu::Output mode) {
+  std::vector<float> x = Random(n * c, -2.f, 2.f), dout = Random(n * c), dinp = Random(n * c);
+  if (std::is_same_v<TIn, bf16>) x = RoundBf16(x);
+  std::vector<float> y(n * c), rstd(n);
+  cpu::rmsnorm_forward(y.data(), rstd.data(), x.data(), n, c);
+  DeviceTensor<TIn> d_x(ctx, x);
+  DeviceTensor<float> d_dout(ctx, dout), d_rstd(ctx, rstd), d_dinp(ctx, dinp);
+  if (mode == cpu::Output::kOverwrite) d_dinp.Poison();
+  ABLATE_EXPECT_OP(ctx, cuda::rmsnorm_backward<TIn>(ctx, d_dinp.get(), d_dout.get(), d_x.get(),
+                                                    d_rstd.get(), n, c, mode));
+  cpu::rmsnorm_backward(dinp.data(), dout.data(), x.data(), rstd.data(), n, c, mode);
+  EXPECT_LT(RelError(d_dinp.Get(), dinp), 1e-5);
+}
+
+TEST_F(CudaOps, RmsNormBackwardMatchesCpu) {
+  CheckRmsNormBackward<float>(ctx(), 77, 200, cpu::Output::kAdd);
+  CheckRmsNormBackward<float>(ctx(), 77, 200, cpu::Output::kOverwrite);
+  CheckRmsNormBackward<bf16>(ctx(), 231, 40, cpu::Output::kOverwrite);
+}
+
+TEST_F(CudaOps, RopeMatchesCpuForBothKinds) {
+  int64_t b = 2, t = 37, nh = 3, hd = 32, n = b * t * nh * hd;
+  for (cpu::RopeKind kind : {cpu::RopeKind::kFull, cpu::RopeKind::kHalfTruncated}) {
+    Result<cuda::RopeTable> table = cuda::rope_table(ctx(), t, hd, kind, 10000.0);
+    ASSERT_TRUE(table.ok()) << table.error().message;
+    cpu::RopeTable<float> cpu_table = cpu::rope_table<float>(t, hd, kind, 10000.0);
+    std::vector<float> x = RoundBf16(Random(n));
+    DeviceTensor<bf16> d_x(ctx(), x), d_y(ctx(), n);
+    d_y.Poison();
+    ABLATE_EXPECT_OP(ctx(),
+                     cuda::rope_forward<bf16>(ctx(), d_y.get(), d_x.get(), *table, b, t, nh, hd));
+    std::vector<float> want(n);
+    cpu::rope_forward(want.data(), x.data(), cpu_table, b, t, nh, hd);
+    EXPECT_LT(RelError(d_y.Get(), want), 1e-2);
+
+    std::vector<float> dy = Random(n);
+    DeviceTensor<float> d_dy(ctx(), dy);  // in place, as the model runs it
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::rope_backward<float>(ctx(), d_dy.get(), d_dy.get(), *table, b, t, nh, hd));
+    cpu::rope_backward(dy.data(), dy.data(), cpu_table, b, t, nh, hd);
+    EXPECT_LT(RelError(d_dy.Get(), dy), 1e-5);
+  }
+}
+
+TEST_F(CudaOps, ResidualMixForwardMatchesCpu) {
+  int64_t n = 5000;
+  std::vector<float> w = {0.7f, -0.4f};
+  DeviceTensor<float> d_w(ctx(), w);
+  std::vector<float> x = Random(n), y = Random(n);
+  {  // fp32 stream: λ0·x + λ1·y
+    DeviceTensor<float> d_x(ctx(), x), d_y(ctx(), y), d_out(ctx(), n);
+    d_out.Poison();
+    ABLATE_EXPECT_OP(ctx(), cuda::residual_mix_forward<float, float, float>(
+                                ctx(), d_out.get(), d_x.get(), cuda::MixWeight::Param(d_w.get()),
+                                d_y.get(), cuda::MixWeight::Param(d_w.get() + 1), n));
+    std::vector<float> want(n);
+    cpu::residual_mix_forward(want.data(), x.data(), w[0], y.data(), w[1], n);
+    EXPECT_LT(RelError(d_out.Get(), want), 1e-6);
+  }
+  std::vector<float> xb = RoundBf16(x), yb = RoundBf16(y);
+  {  // value residual: (1 − λ)·v + λ·v1, bf16
+    DeviceTensor<bf16> d_x(ctx(), xb), d_y(ctx(), yb), d_out(ctx(), n);
+    d_out.Poison();
+    ABLATE_EXPECT_OP(ctx(), cuda::residual_mix_forward<bf16, bf16, bf16>(
+                                ctx(), d_out.get(), d_x.get(), cuda::MixWeight::OneMinus(d_w.get()),
+                                d_y.get(), cuda::MixWeight::Param(d_w.get()), n));
+    std::vector<float> want(n);
+    cpu::residual_mix_forward(want.data(), xb.data(), 1.f - w[0], yb.data(), w[0], n);
+    EXPECT_LT(RelError(d_out.Get(), want), 1e-2);
+  }
+  {  // value embeddings: λ0·v + λ1·ve, and λ0·v alone
+    DeviceTensor<bf16> d_x(ctx(), xb), d_out(ctx(), n);
+    DeviceTensor<float> d_y(ctx(), y);
+    for (bool with_y : {true, false}) {
+      d_out.Poison();
+      ABLATE_EXPECT_OP(ctx(),
+                       cuda::residual_mix_forward<bf16, bf16, float>(
+                           ctx(), d_out.get(), d_x.get(), cuda::MixWeight::Param(d_w.get()),
+                           with_y ? d_y.get() : nullptr, cuda::MixWeight::Param(d_w.get() + 1), n));
+      std::vector<float> want(n);
+      cpu::residual_mix_forward(want.data(), xb.data(), w[0], with_y ? y.data() : nullptr, w[1], n);
+      EXPECT_LT(RelError(d_out.Get(), want), 1e-2) << "with_y " << with_y;
+    }
+  }
+}
+
+TEST_F(CudaOps, ResidualMixBackwardMatchesCpu) {
+  int64_t n = 100003;  // not a multiple of the fixed grid
+  std::vector<float> w = {0.7f, -0.4f}, gw = {0.11f, -0.23f};
+  std::vector<float> x = Random(n), y = Random(n), dout = Random(n);
+  std::vector<float> dx0 = Random(n), dy0 = Random(n);
+  {  // shortcut: dx overwritten, dy accumulated, both weight gradients
+    DeviceTensor<float> d_w(ctx(), w), d_gw(ctx(), gw), d_x(ctx(), x), d_y(ctx(), y),
+        d_dout(ctx(), dout), d_dx(ctx(), n), d_dy(ctx(), dy0);
+    d_dx.Poison();
+    cuda::MixGrads g{d_dx.get(),        cpu::Output::kOverwrite, d_dy.get(),
+                     cpu::Output::kAdd, {d_gw.get(), 1.f},       {d_gw.get() + 1, 1.f}};
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::residual_mix_backward<float, float>(
+                   ctx(), g, d_dout.get(), d_x.get(), cuda::MixWeight::Param(d_w.get()), d_y.get(),
+                   cuda::MixWeight::Param(d_w.get() + 1), n));
+    std::vector<float> dx(n, 0.f), dy = dy0, want_gw = gw;
+    cpu::MixGrads<float> cg{dx.data(), dy.data(), &want_gw[0], &want_gw[1]};
+    cpu::residual_mix_backward(cg, dout.data(), x.data(), w[0], y.data(), w[1], n);
+    EXPECT_LT(RelError(d_dx.Get(), dx), 1e-6);
+    EXPECT_LT(RelError(d_dy.Get(), dy), 1e-6);
+    EXPECT_LT(RelError(d_gw.Get(), want_gw), 1e-4);
+  }
+  std::vector<float> xb = RoundBf16(x), yb = RoundBf16(y);
+  {  // value residual: one λ gets Σ dout·v1 − Σ dout·v
+    DeviceTensor<float> d_w(ctx(), w), d_gw(ctx(), gw), d_dout(ctx(), dout), d_dx(ctx(), n),
+        d_dy(ctx(), dy0);
+    DeviceTensor<bf16> d_x(ctx(), xb), d_y(ctx(), yb);
+    d_dx.Poison();
+    cuda::MixGrads g{d_dx.get(),        cpu::Output::kOverwrite, d_dy.get(),
+                     cpu::Output::kAdd, {d_gw.get(), -1.f},      {d_gw.get(), 1.f}};
+    ABLATE_EXPECT_OP(ctx(),
+                     cuda::residual_mix_backward<bf16, bf16>(
+                         ctx(), g, d_dout.get(), d_x.get(), cuda::MixWeight::OneMinus(d_w.get()),
+                         d_y.get(), cuda::MixWeight::Param(d_w.get()), n));
+    std::vector<float> dx(n, 0.f), dy = dy0;
+    float da = 0, db = 0;
+    cpu::MixGrads<float> cg{dx.data(), dy.data(), &da, &db};
+    cpu::residual_mix_backward(cg, dout.data(), xb.data(), 1.f - w[0], yb.data(), w[0], n);
+    std::vector<float> want_gw = {gw[0] + db - da, gw[1]};
+    EXPECT_LT(RelError(d_dx.Get(), dx), 1e-6);
+    EXPECT_LT(RelError(d_dy.Get(), dy), 1e-6);
+    EXPECT_LT(RelError(d_gw.Get(), want_gw), 1e-4);
+  }
+  {  // a layer without a value embedding: v = λ0·v, only dx and dλ0
+    DeviceTensor<float> d_w(ctx(), w), d_gw(ctx(), gw), d_dout(ctx(), dout), d_dx(ctx(), n);
+    DeviceTensor<bf16> d_x(ctx(), xb);
+    d_dx.Poison();
+    cuda::MixGrads g{d_dx.get(),        cpu::Output::kOverwrite,
+                     nullptr,           cpu::Output::kOverwrite,
+                     {d_gw.get(), 1.f}, {}};
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::residual_mix_backward<bf16, float>(ctx(), g, d_dout.get(), d_x.get(),
+                                                        cuda::MixWeight::Param(d_w.get()), nullptr,
+                                                        cuda::MixWeight::Param(d_w.get() + 1), n));
+    std::vector<float> dx(n, 0.f), want_gw = gw;
+    cpu::MixGrads<float> cg{dx.data(), nullptr, &want_gw[0], nullptr};
+    cpu::residual_mix_backward(cg, dout.data(), xb.data(), w[0], static_cast<const float*>(nullptr),
+                               w[1], n);
+    EXPECT_LT(RelError(d_dx.Get(), dx), 1e-6);
+    EXPECT_LT(RelError(d_gw.Get(), want_gw), 1e-4);
+  }
+}
+
+TEST_F(CudaOps, MlpActivationMatchesCpu) {
+  int64_t n = 10000;
+  for (cpu::MlpAct act : {cpu::MlpAct::kRelu2, cpu::MlpAct::kGelu}) {
+    std::vector<float> u = RoundBf16(Random(n, -3.f, 3.f)), dout = RoundBf16(Random(n));
+    DeviceTensor<bf16> d_u(ctx(), u), d_out(ctx(), n), d_dinp(ctx(), dout);
+    d_out.Poison();
+    ABLATE_EXPECT_OP(ctx(), cuda::mlp_act_forward(ctx(), d_out.get(), d_u.get(), n, act));
+    std::vector<float> want(n);
+    cpu::mlp_act_forward(want.data(), u.data(), n, act);
+    EXPECT_LT(RelError(d_out.Get(), want), 1e-2);
+    // In place over dout, as the model runs it.
+    ABLATE_EXPECT_OP(ctx(),
+                     cuda::mlp_act_backward(ctx(), d_dinp.get(), d_dinp.get(), d_u.get(), n, act));
+    std::vector<float> dinp(n);
+    cpu::mlp_act_backward(dinp.data(), dout.data(), u.data(), n, act, cpu::Output::kOverwrite);
+    EXPECT_LT(RelError(d_dinp.Get(), dinp), 1e-2);
+  }
+}
+
+TEST_F(CudaOps, MatmulForwardMatchesCpu) {
+  int64_t n = 130, c = 96, oc = 200;
+  std::vector<float> x = RoundBf16(Random(n * c)), w = RoundBf16(Random(oc * c));
+  DeviceTensor<bf16> d_x(ctx(), x), d_w(ctx(), w), d_out_b(ctx(), n * oc);
+  std::vector<float> base = Random(n * oc);
+  DeviceTensor<float> d_out(ctx(), n * oc), d_acc(ctx(), base);
+  d_out.Poison();
+  d_out_b.Poison();
+  ABLATE_EXPECT_OP(ctx(),
+                   cuda::matmul_forward<float>(ctx(), d_out.get(), d_x.get(), d_w.get(), n, c, oc));
+  ABLATE_EXPECT_OP(
+      ctx(), cuda::matmul_forward<bf16>(ctx(), d_out_b.get(), d_x.get(), d_w.get(), n, c, oc));
+  ABLATE_EXPECT_OP(ctx(), cuda::matmul_forward<float>(ctx(), d_acc.get(), d_x.get(), d_w.get(), n,
+                                                      c, oc, cpu::Output::kAdd));
+  std::vector<float> want(n * oc), want_acc = base;
+  cpu::matmul_forward(want.data(), x.data(), w.data(), n, c, oc);
+  cpu::matmul_forward(want_acc.data(), x.data(), w.data(), n, c, oc, cpu::Output::kAdd);
+  EXPECT_LT(RelError(d_out.Get(), want), 1e-5);
+  EXPECT_LT(RelError(d_out_b.Get(), want), 1e-2);
+  EXPECT_LT(RelError(d_acc.Get(), want_acc), 1e-5);
+}
+
+TEST_F(CudaOps, MatmulBackwardMatchesCpu) {
+  int64_t n = 130, c = 96, oc = 200;
+  std::vector<float> x = RoundBf16(Random(n * c)), w = RoundBf16(Random(oc * c));
+  std::vector<float> dout = RoundBf16(Random(n * oc)), dw = Random(oc * c), dx_base = Random(n * c);
+  DeviceTensor<bf16> d_x(ctx(), x), d_w(ctx(), w), d_dout(ctx(), dout), d_dx_b(ctx(), n * c);
+  DeviceTensor<float> d_dx(ctx(), dx_base), d_dw(ctx(), dw);
+  d_dx_b.Poison();
+  ABLATE_EXPECT_OP(
+      ctx(), cuda::matmul_backward<float>(ctx(), d_dx.get(), d_dw.get(), d_dout.get(), d_x.get(),
+                                          d_w.get(), n, c, oc, cpu::Output::kAdd));
+  ABLATE_EXPECT_OP(
+      ctx(), cuda::matmul_backward<bf16>(ctx(), d_dx_b.get(), nullptr, d_dout.get(), d_x.get(),
+                                         d_w.get(), n, c, oc, cpu::Output::kOverwrite));
+  std::vector<float> dx = dx_base, dx_only(n * c);
+  cpu::matmul_backward(dx.data(), dw.data(), dout.data(), x.data(), w.data(), n, c, oc,
+                       cpu::Output::kAdd);
+  cpu::matmul_backward(dx_only.data(), static_cast<float*>(nullptr), dout.data(), x.data(),
+                       w.data(), n, c, oc, cpu::Output::kOverwrite);
+  EXPECT_LT(RelError(d_dx.Get(), dx), 1e-5);
+  EXPECT_LT(RelError(d_dw.Get(), dw), 1e-5);
+  EXPECT_LT(RelError(d_dx_b.Get(), dx_only), 1e-2);
+}
+
+// The Newton–Schulz shape: a strided batch of X Xᵀ products into bf16, slice by slice.
+TEST_F(CudaOps, BatchedGemmMatchesPerSliceProducts) {
+  int64_t batch = 3, r = 48, c = 80;
+  std::vector<float> x = RoundBf16(Random(batch * r * c));
+  DeviceTensor<bf16> d_x(ctx(), x), d_a(ctx(), batch * r * r);
+  d_a.Poison();
+  cuda::GemmBatch gb{int(batch), r * c, r * c, r * r};
+  ABLATE_EXPECT_OP(
+      ctx(), cuda::Gemm<bf16>(ctx(), cpu::Trans::kNo, cpu::Trans::kYes, r, r, c, 1.f, d_x.get(), c,
+                              d_x.get(), c, 0.f, nullptr, d_a.get(), r, gb));
+  std::vector<float> want(batch * r * r);
+  for (int64_t s = 0; s < batch; ++s) {
+    cpu::Gemm<float>(cpu::Trans::kNo, cpu::Trans::kYes, r, r, c, 1.f, x.data() + s * r * c, c,
+                     x.data() + s * r * c, c, 0.f, want.data() + s * r * r, r);
+  }
+  EXPECT_LT(RelError(d_a.Get(), want), 1e-2);
+}
+
+TEST_F(CudaOps, FusedClassifierMatchesCpuForwardThenBackward) {
+  int64_t n = 37, v = 1000;
+  float dloss = 0.37f;
+  for (cpu::Softcap cap : {cpu::Softcap{}, cpu::Softcap{cpu::SoftcapKind::kTanh, 15.0},
+                           cpu::Softcap{cpu::SoftcapKind::kSigmoid, 30.0}}) {
+    std::vector<float> logits = Random(n * v, -20.f, 20.f);
+    std::vector<int32_t> targets = RandomIds(n, int32_t(v));
+    DeviceTensor<float> d_logits(ctx(), logits), d_losses(ctx(), n), d_eval(ctx(), n);
+    DeviceTensor<bf16> d_dlogits(ctx(), n * v);
+    DeviceTensor<int32_t> d_targets(ctx(), targets);
+    d_losses.Poison();
+    d_eval.Poison();
+    d_dlogits.Poison();
+    ABLATE_EXPECT_OP(ctx(), cuda::softcap_cross_entropy_forward(ctx(), d_losses.get(),
+                                                                d_dlogits.get(), d_logits.get(),
+                                                                d_targets.get(), n, v, cap, dloss));
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::softcap_cross_entropy_forward(ctx(), d_eval.get(), nullptr, d_logits.get(),
+                                                   d_targets.get(), n, v, cap, 0.f));
+    std::vector<float> losses(n), lse(n), dlogits(n * v);
+    cpu::softcap_cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), n,
+                                       v, cap);
+    cpu::softcap_cross_entropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(),
+                                        n, v, cap, dloss);
+    int kind = int(cap.kind);
+    EXPECT_LT(RelError(d_losses.Get(), losses), 1e-5) << "cap kind " << kind;
+    EXPECT_EQ(d_eval.Get(), d_losses.Get()) << "cap kind " << kind;
+    EXPECT_LT(RelError(d_dlogits.Get(), dlogits), 1e-2) << "cap kind " << kind;
+  }
+}
+
+TEST_F(CudaOps, ChunkedHeadMatchesCpuHead) {
+  int64_t n = 150, c = 64, v = 300;
+  cpu::Softcap cap{cpu::SoftcapKind::kSigmoid, 30.0};
+  std::vector<float> x = RoundBf16(Random(n * c)), w = RoundBf16(Random(v * c, -0.3f, 0.3f));
+  std::vector<int32_t> targets = RandomIds(n, int32_t(v));
+  std::vector<float> dw = Random(v * c);
+  float dloss = 1.f / float(n);
+  DeviceTensor<bf16> d_x(ctx(), x), d_w(ctx(), w), d_dlogits(ctx(), 64 * v);
+  DeviceTensor<float> d_logits(ctx(), 64 * v), d_losses(ctx(), n), d_eval(ctx(), n),
+      d_dx(ctx(), n * c), d_dw(ctx(), dw);
+  DeviceTensor<int32_t> d_targets(ctx(), targets);
+  cuda::LmHeadScratch scratch{d_logits.get(), d_dlogits.get(), 64};  // 3 chunks, the last short
+  d_losses.Poison();
+  d_eval.Poison();
+  d_dx.Poison();
+  ABLATE_EXPECT_OP(ctx(), cuda::lm_head_forward_backward(
+                              ctx(), d_losses.get(), d_dx.get(), d_dw.get(), d_x.get(), d_w.get(),
+                              d_targets.get(), n, c, v, cap, dloss, scratch));
+  ABLATE_EXPECT_OP(ctx(), cuda::lm_head_forward(ctx(), d_eval.get(), d_x.get(), d_w.get(),
+                                                d_targets.get(), n, c, v, cap, scratch));
+  std::vector<float> logits(n * v), losses(n), lse(n), dx(n * c, 0.f);
+  cpu::lm_head_forward(logits.data(), losses.data(), lse.data(), x.data(), w.data(), targets.data(),
+                       n, c, v, cap);
+  cpu::lm_head_backward(dx.data(), dw.data(), logits.data(), lse.data(), x.data(), w.data(),
+                        targets.data(), n, c, v, cap, dloss);
+  EXPECT_LT(RelError(d_losses.Get(), losses), 1e-4);
+  EXPECT_LT(RelError(d_eval.Get(), losses), 1e-4);
+  EXPECT_LT(RelError(d_dx.Get(), dx), 2e-2);
+  EXPECT_LT(RelError(d_dw.Get(), dw), 2e-2);
+}
+
+TEST_F(CudaOps, LossAccumulateAddsTheMeanOverTheDivisor) {
+  int64_t n = 3000;
+  std::vector<float> losses = Random(n, 0.5f, 4.f);
+  DeviceTensor<float> d_losses(ctx(), losses), d_acc(ctx(), std::vector<float>{0.5f});
+  ABLATE_EXPECT_OP(ctx(), cuda::loss_accumulate(ctx(), d_acc.get(), d_losses.get(), n, 4));
+  double sum = 0;
+  for (float l : losses) sum += l;
+  EXPECT_NEAR(d_acc.Get()[0], 0.5 + sum / double(n) / 4.0, 1e-5);
+}
+
+TEST_F(CudaOps, ConversionsAndQkvSplitAreExact) {
+  int64_t n = 33, c = 48;
+  std::vector<float> x = Random(n * c);
+  DeviceTensor<float> d_x(ctx(), x);
+  DeviceTensor<bf16> d_b(ctx(), n * c);
+  d_b.Poison();
+  ABLATE_EXPECT_OP(ctx(), cuda::to_bf16(ctx(), d_b.get(), d_x.get(), n * c));
+  EXPECT_EQ(d_b.Get(), RoundBf16(x));
+
+  std::vector<float> qkv = RoundBf16(Random(n * 3 * c));
+  DeviceTensor<bf16> d_qkv(ctx(), qkv), d_q(ctx(), n * c), d_k(ctx(), n * c), d_v(ctx(), n * c);
+  for (auto* t : {&d_q, &d_k, &d_v}) t->Poison();
+  ABLATE_EXPECT_OP(ctx(),
+                   cuda::split_qkv(ctx(), d_q.get(), d_k.get(), d_v.get(), d_qkv.get(), n, c));
+  std::vector<float> q = d_q.Get(), k = d_k.Get(), v = d_v.Get();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < c; ++j) {
+      ASSERT_EQ(q[i * c + j], qkv[i * 3 * c + j]);
+      ASSERT_EQ(k[i * c + j], qkv[i * 3 * c + c + j]);
+      ASSERT_EQ(v[i * c + j], qkv[i * 3 * c + 2 * c + j]);
+    }
+  }
+  std::vector<float> dq = RoundBf16(Random(n * c)), dk = RoundBf16(Random(n * c)),
+                     dv = RoundBf16(Random(n * c));
+  DeviceTensor<float> d_dq(ctx(), dq), d_dk(ctx(), dk), d_dv(ctx(), dv);
+  d_qkv.Poison();
+  ABLATE_EXPECT_OP(ctx(),
+                   cuda::merge_qkv(ctx(), d_qkv.get(), d_dq.get(), d_dk.get(), d_dv.get(), n, c));
+  std::vector<float> merged = d_qkv.Get();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < c; ++j) {
+      ASSERT_EQ(merged[i * 3 * c + j], dq[i * c + j]);
+      ASSERT_EQ(merged[i * 3 * c + c + j], dk[i * c + j]);
+      ASSERT_EQ(merged[i * 3 * c + 2 * c + j], dv[i * c + j]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ablate
