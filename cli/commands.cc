@@ -209,8 +209,9 @@ int SweepCommand(Client& c, int64_t id) {
             << (sw.tags().empty() ? "-" : Join(sw.tags())) << "\n"
             << "  runs: " << n.total() << " total, " << n.queued() << " queued, "
             << n.assigned() + n.running() << " running, " << n.succeeded() << " succeeded, "
-            << n.failed() << " failed, " << n.cancelled() << " cancelled\n"
-            << "  created " << FormatTimestampMs(sw.created_ms()) << ", finished "
+            << n.failed() << " failed, " << n.cancelled() << " cancelled\n";
+  for (const std::string& why : sw.waiting_reasons()) std::cout << "  waiting: " << why << "\n";
+  std::cout << "  created " << FormatTimestampMs(sw.created_ms()) << ", finished "
             << FormatTimestampMs(sw.finished_ms()) << "\n\n";
   Table t({"#", "VARIANT", "HASH", "DIFF VS BASELINE"});
   for (const v1::Variant& v : sw.variants()) {

@@ -1,6 +1,7 @@
 // Client service handlers. Each checks the token, calls the core and translates the result.
 #include "server/rpc/ablate_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -35,6 +36,37 @@ struct RunFingerprint {
 
 RunFingerprint Fingerprint(const Run& r) { return {r.state, r.summary.steps, r.attempts_used}; }
 
+// One line per distinct reason among a sweep's queued runs, most common first:
+// "12 queued runs: no connected worker has dataset 'fineweb10B'".
+std::vector<std::string> SummarizeWaiting(const std::vector<Run>& queued,
+                                          const std::map<int64_t, std::string>& by_run) {
+  std::map<std::string, int> count;
+  for (const Run& r : queued) {
+    if (auto it = by_run.find(r.id); it != by_run.end()) ++count[it->second];
+  }
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [reason, n] : count) order.push_back({-n, reason});
+  std::sort(order.begin(), order.end());
+  std::vector<std::string> lines;
+  for (const auto& [n, reason] : order) {
+    lines.push_back(std::to_string(-n) + (n == -1 ? " queued run: " : " queued runs: ") + reason);
+  }
+  return lines;
+}
+
+absl::Status FillWaitingReasons(Store& store, int64_t sweep_id,
+                                const std::map<int64_t, std::string>& by_run, v1::Sweep* out) {
+  RunFilter queued;
+  queued.sweep_id = sweep_id;
+  queued.state = RunState::kQueued;
+  absl::StatusOr<std::vector<Run>> runs = store.ListRuns(queued);
+  if (!runs.ok()) return runs.status();
+  for (std::string& line : SummarizeWaiting(*runs, by_run)) {
+    out->add_waiting_reasons(std::move(line));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 AblateServiceImpl::AblateServiceImpl(Store* store, ChangeFeed* feed, const TokenAuth* auth,
@@ -48,6 +80,10 @@ absl::Status AblateServiceImpl::FillSweep(int64_t id, bool full, v1::Sweep* out)
   absl::StatusOr<std::map<RunState, int>> counts = store_->CountRunsByState(id);
   if (!counts.ok()) return counts.status();
   ToProto(*counts, out->mutable_counts());
+  if (full && hooks_.waiting_reasons && (*counts)[RunState::kQueued] > 0) {
+    absl::Status s = FillWaitingReasons(*store_, id, hooks_.waiting_reasons(), out);
+    if (!s.ok()) return s;
+  }
   if (full) {
     out->set_spec_yaml(sweep->spec_yaml);
     absl::StatusOr<std::vector<Variant>> variants = store_->ListVariants(id);
