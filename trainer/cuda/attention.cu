@@ -406,18 +406,20 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- Tiled backward ------------------------------------------------------------------------
 
-template <int HD>
+// kWithP: the dK/dV kernel keeps p as bf16 (for dV += pᵀ dout); the dQ kernel needs only ds,
+// and without that tile fits two blocks per SM at head_dim 128.
+template <int HD, bool kWithP>
 struct BackwardSmem {
   using S = TileShape<HD>;
   static constexpr int kQ = 0;  // query-side tiles: q, dout
   static constexpr int kDo = kQ + S::kHalfBytes;
   static constexpr int kK = kDo + S::kHalfBytes;  // key-side tiles: k, v
   static constexpr int kV = kK + S::kHalfBytes;
-  static constexpr int kS = kV + S::kHalfBytes;       // scores, then p (fp32)
-  static constexpr int kG = kS + S::kScoreBytes;      // dout·vᵀ
-  static constexpr int kP = kG + S::kScoreBytes;      // p (bf16)
-  static constexpr int kDs = kP + S::kProbBytes;      // ds (bf16)
-  static constexpr int kStats = kDs + S::kProbBytes;  // lse2, d (floats), lo (int)
+  static constexpr int kS = kV + S::kHalfBytes;                  // scores (fp32)
+  static constexpr int kG = kS + S::kScoreBytes;                 // dout·vᵀ (fp32)
+  static constexpr int kP = kG + S::kScoreBytes;                 // p (bf16), kWithP only
+  static constexpr int kDs = kP + (kWithP ? S::kProbBytes : 0);  // ds (bf16)
+  static constexpr int kStats = kDs + S::kProbBytes;             // lse2, d (floats), lo (int)
   static constexpr int kBytes = kStats + S::kStatBytes;
 
   __device__ static bf16* Half(unsigned char* smem, int off) {
@@ -445,7 +447,7 @@ __device__ __forceinline__ void LoadRowStats(RowStats st, const float* lse, cons
 
 // For the warp's 16 query rows (tile rows 16w..) against keys [kb, kb + kTile): p = softmax
 // probabilities recomputed from lse, ds = p·(dout·v − D)·scale, both stored as bf16 (p_rows,
-// ds_rows). s_rows holds q·kᵀ and g_rows dout·vᵀ on entry.
+// which may be null when p is not needed, and ds_rows). s_rows holds q·kᵀ and g_rows dout·vᵀ.
 __device__ __forceinline__ void WarpProbsAndDs(const float* s_rows, const float* g_rows,
                                                bf16* p_rows, bf16* ds_rows, RowStats st,
                                                int64_t row0_tok, int64_t kb, int64_t t,
@@ -458,7 +460,7 @@ __device__ __forceinline__ void WarpProbsAndDs(const float* s_rows, const float*
     bool ok = tok < t && key >= st.lo[sr] && key <= tok;
     float p = ok ? exp2f(s_rows[r * kLdS + c] * scale2 - st.lse2[sr]) : 0.f;
     float ds = ok ? p * (g_rows[r * kLdS + c] - st.d[sr]) * scale : 0.f;
-    p_rows[r * kLdP + c] = FromFloat<bf16>(p);
+    if (p_rows != nullptr) p_rows[r * kLdP + c] = FromFloat<bf16>(p);
     ds_rows[r * kLdP + c] = FromFloat<bf16>(ds);
   }
   __syncwarp();
@@ -471,7 +473,7 @@ __global__ void __launch_bounds__(kThreads)
     TiledBackwardDkvKernel(float* dk, float* dv, const bf16* dout, const bf16* q, const bf16* k,
                            const bf16* v, const float* lse, const float* d, const int32_t* lo,
                            int64_t t, int64_t nh, float scale) {
-  using L = BackwardSmem<HD>;
+  using L = BackwardSmem<HD, true>;
   constexpr int kLdH = TileShape<HD>::kLdH;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16 *s_q = L::Half(smem, L::kQ), *s_do = L::Half(smem, L::kDo);
@@ -521,13 +523,13 @@ __global__ void __launch_bounds__(kThreads)
     TiledBackwardDqKernel(float* dq, const bf16* dout, const bf16* q, const bf16* k, const bf16* v,
                           const float* lse, const float* d, const int32_t* lo, int64_t t,
                           int64_t nh, float scale) {
-  using L = BackwardSmem<HD>;
+  using L = BackwardSmem<HD, false>;
   constexpr int kLdH = TileShape<HD>::kLdH;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16 *s_q = L::Half(smem, L::kQ), *s_do = L::Half(smem, L::kDo);
   bf16 *s_k = L::Half(smem, L::kK), *s_v = L::Half(smem, L::kV);
   float *s_s = L::Float(smem, L::kS), *s_g = L::Float(smem, L::kG);
-  bf16 *s_p = L::Half(smem, L::kP), *s_ds = L::Half(smem, L::kDs);
+  bf16* s_ds = L::Half(smem, L::kDs);
   float* stats = L::Float(smem, L::kStats);
   RowStats st{stats, stats + kTile, reinterpret_cast<int*>(stats + 2 * kTile)};
   __shared__ int64_t key_range[2];
@@ -557,8 +559,8 @@ __global__ void __launch_bounds__(kThreads)
     WarpProductT<HD>(s_s + w * 16 * kLdS, s_q + w * 16 * kLdH, s_k);
     WarpProductT<HD>(s_g + w * 16 * kLdS, s_do + w * 16 * kLdH, s_v);
     __syncwarp();
-    WarpProbsAndDs(s_s + w * 16 * kLdS, s_g + w * 16 * kLdS, s_p + w * 16 * kLdP,
-                   s_ds + w * 16 * kLdP, st, t0 + w * 16, kb, t, scale);
+    WarpProbsAndDs(s_s + w * 16 * kLdS, s_g + w * 16 * kLdS, nullptr, s_ds + w * 16 * kLdP, st,
+                   t0 + w * 16, kb, t, scale);
     WarpAccumulate<HD>(acc, s_ds + w * 16 * kLdP, s_k);
   }
   __syncwarp();
@@ -622,13 +624,14 @@ template <int HD>
 Status TiledBackward(CudaContext& ctx, float* dq, float* dk, float* dv, const bf16* dout,
                      const bf16* q, const bf16* k, const bf16* v, const float* lse, const float* d,
                      const int32_t* lo, int64_t b, int64_t t, int64_t nh, float scale) {
-  constexpr int kBytes = BackwardSmem<HD>::kBytes;
-  ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledBackwardDkvKernel<HD>, kBytes));
-  ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledBackwardDqKernel<HD>, kBytes));
-  TiledBackwardDkvKernel<HD><<<TileGrid(b, t, nh), kThreads, kBytes, ctx.stream()>>>(
+  constexpr int kDkvBytes = BackwardSmem<HD, true>::kBytes;
+  constexpr int kDqBytes = BackwardSmem<HD, false>::kBytes;
+  ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledBackwardDkvKernel<HD>, kDkvBytes));
+  ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledBackwardDqKernel<HD>, kDqBytes));
+  TiledBackwardDkvKernel<HD><<<TileGrid(b, t, nh), kThreads, kDkvBytes, ctx.stream()>>>(
       dk, dv, dout, q, k, v, lse, d, lo, t, nh, scale);
   ABLATE_CUDA_LAUNCH_CHECK("TiledBackwardDkvKernel");
-  TiledBackwardDqKernel<HD><<<TileGrid(b, t, nh), kThreads, kBytes, ctx.stream()>>>(
+  TiledBackwardDqKernel<HD><<<TileGrid(b, t, nh), kThreads, kDqBytes, ctx.stream()>>>(
       dq, dout, q, k, v, lse, d, lo, t, nh, scale);
   ABLATE_CUDA_LAUNCH_CHECK("TiledBackwardDqKernel");
   return {};
