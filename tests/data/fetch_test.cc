@@ -152,12 +152,13 @@ class FetchTest : public ::testing::Test {
 
   std::string Dir() const { return dest_.path() + "/fineweb10B"; }
 
-  // Every file with a final name is byte for byte the served shard; returns their names.
+  // Every file with a final name is byte for byte the served shard; returns their names. (Not
+  // final names: *.part, manifest.json and the .fetch.lock that keeps two fetches apart.)
   std::vector<std::string> FinalFiles() {
     std::vector<std::string> names;
     for (const fs::directory_entry& e : fs::directory_iterator(Dir())) {
       std::string name = e.path().filename().string();
-      if (name.ends_with(".part") || name == "manifest.json") continue;
+      if (name.ends_with(".part") || name == "manifest.json" || name == ".fetch.lock") continue;
       EXPECT_EQ(ReadFile(e.path().string()), server_.Get(name).bytes) << name << " is not valid";
       names.push_back(name);
     }

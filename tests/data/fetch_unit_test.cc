@@ -1,7 +1,10 @@
 // The fetcher's logic without a network: a scripted Downloader, a fake sleep and a fake clock.
 // Covers the retry schedule, resuming through the Downloader contract, what counts as permanent,
 // and the progress text.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <deque>
 #include <filesystem>
@@ -134,6 +137,20 @@ TEST_F(FetcherTest, AnInvalidFileUnderAFinalNameIsReplaced) {
   EXPECT_NE(log_.at(0).find("truncated header"), std::string::npos) << log_[0];
   EXPECT_EQ(testing::ReadFile(options_.dir + "/fineweb_train_000002.bin"),
             dl_.files["fineweb_train_000002.bin"]);
+}
+
+TEST_F(FetcherTest, ASecondFetchIntoTheSameDirectoryIsRefused) {
+  fs::create_directories(options_.dir);
+  int fd = open((options_.dir + "/.fetch.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  Result<FetchReport> r = Fetch();
+  close(fd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "another ablate-data fetch is writing to " + options_.dir + " (" +
+                                   options_.dir + "/.fetch.lock is locked)");
+  EXPECT_TRUE(dl_.calls.empty());
+  EXPECT_TRUE(Fetch().ok());  // the lock is gone with its holder
 }
 
 TEST(RetryDelayTest, DoublesUpToTheCap) {

@@ -2,6 +2,7 @@
 #include "trainer/data/shard_fetcher.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,6 +53,28 @@ Status SyncPath(const std::string& path, int flags) {
   return Status();
 }
 
+// Holds an exclusive flock(2) on `dir`/.fetch.lock while a fetch runs, so that two fetches into
+// one directory do not write the same .part file.
+class FetchLock {
+ public:
+  ~FetchLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+  Status Acquire(const std::string& dir) {
+    std::string path = (fs::path(dir) / ".fetch.lock").string();
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Error{"cannot open " + path + ": " + std::strerror(errno), "dest"};
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      return Error{"another ablate-data fetch is writing to " + dir + " (" + path + " is locked)",
+                   "dest"};
+    }
+    return Status();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 class Fetcher {
  public:
   Fetcher(const RemoteDataset& d, const FetchOptions& o, Downloader& dl, const FetchHooks& h)
@@ -66,6 +89,7 @@ class Fetcher {
     std::string name, split;
   };
   std::vector<Wanted> WantedShards() const;
+  void LoadPreviousManifest();
   Result<FetchedShard> Ensure(const Wanted& w);
   Result<FetchedShard> Download(const Wanted& w);
   Result<ShardEntry> CheckFile(const std::string& path, const Wanted& w, int64_t expected);
@@ -118,14 +142,9 @@ Result<FetchReport> Fetcher::Run() {
   std::error_code ec;
   fs::create_directories(options_.dir, ec);
   if (ec) return Error{"cannot create " + options_.dir + ": " + ec.message(), "dest"};
-  if (fs::exists(PathOf(kManifestFile))) {
-    Result<DatasetManifest> old = ReadManifest(options_.dir);
-    if (old.ok()) {
-      for (const ShardEntry& e : old->shards) previous_[e.name] = e;
-    } else {
-      Log("ignoring the old manifest: " + old.error().message);
-    }
-  }
+  FetchLock lock;
+  if (Status s = lock.Acquire(options_.dir); !s.ok()) return s.error();
+  LoadPreviousManifest();
   FetchReport report;
   report.dir = options_.dir;
   std::vector<Wanted> wanted = WantedShards();
@@ -142,6 +161,17 @@ Result<FetchReport> Fetcher::Run() {
   if (Status s = WriteManifest(options_.dir, *manifest); !s.ok()) return s.error();
   report.manifest = *manifest;
   return report;
+}
+
+// Remembers the checksums of an earlier fetch, so that files already in place are not re-hashed.
+void Fetcher::LoadPreviousManifest() {
+  if (!fs::exists(PathOf(kManifestFile))) return;
+  Result<DatasetManifest> old = ReadManifest(options_.dir);
+  if (!old.ok()) {
+    Log("ignoring the old manifest: " + old.error().message);
+    return;
+  }
+  for (const ShardEntry& e : old->shards) previous_[e.name] = e;
 }
 
 // A shard already under its final name is kept when its header is valid.

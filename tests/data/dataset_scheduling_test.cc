@@ -1,0 +1,165 @@
+// Datasets decide where runs go, over real processes: a coordinator, two workers (one with a
+// valid debian-text dataset and a broken fineweb10B, one with no dataset), the real trainer and
+// the `ablate` CLI. A worker advertises only the valid dataset and logs why the other is left
+// out; runs go only to the worker that has their dataset; a sweep whose dataset no worker has
+// stays queued and `ablate sweep` says why.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/util/subprocess.h"
+
+namespace ablate::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// Paragraphs of English-like text, enough for a validation split above the tiny scale's needs.
+std::string Corpus() {
+  const char* words[] = {"the", "model", "learns", "a", "shard", "of", "text", "and",
+                         "then", "it", "runs", "on", "every", "node", "with", "data"};
+  std::string text;
+  for (int doc = 0; doc < 600; ++doc) {
+    for (int w = 0; w < 80; ++w) text += std::string(words[(doc * 7 + w * 3) % 16]) + " ";
+    text += "\n\n";
+  }
+  return text;
+}
+
+class DatasetSchedulingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteFile(Root() + "/corpus.txt", Corpus());
+    ProcessResult enc = RunProcess({ABLATE_DATA_BIN, "encode", Root() + "/corpus.txt", "--out",
+                                    Root() + "/with/debian-text"});
+    ASSERT_EQ(enc.exit_code, 0) << enc.err;
+    // A fineweb10B that lost its train shard: listed in its manifest, gone from the disk.
+    fs::copy(Root() + "/with/debian-text", Root() + "/with/fineweb10B");
+    fs::remove(Root() + "/with/fineweb10B/train_000000.bin");
+    fs::create_directories(Root() + "/without");
+    StartCoordinator();
+    with_ = StartWorker("with-data", Root() + "/with");
+    without_ = StartWorker("no-data", Root() + "/without");
+  }
+
+  void TearDown() override {
+    if (!HasFailure()) return;
+    for (const auto& e : fs::directory_iterator(Root())) {
+      if (e.path().extension() != ".err") continue;
+      std::string text = ReadFile(e.path().string());
+      if (text.size() > 3000) text = text.substr(text.size() - 3000);
+      std::cerr << "---- " << e.path().filename().string() << "\n" << text << "\n";
+    }
+  }
+
+  const std::string& Root() const { return root_.path(); }
+
+  void StartCoordinator() {
+    coordinator_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
+                                 Root(), "--port-file", Root() + "/port", "--http", "off"},
+        Root());
+    for (int i = 0; i < 500 && !fs::exists(Root() + "/port"); ++i) std::this_thread::sleep_for(20ms);
+    std::string port = ReadFile(Root() + "/port");
+    address_ = "127.0.0.1:" + port.substr(0, port.find('\n'));
+  }
+
+  std::unique_ptr<Subprocess> StartWorker(const std::string& name, const std::string& data_dir) {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir",
+                                 Root() + "/work-" + name, "--data-dir", data_dir, "--cpu-slots",
+                                 "2", "--gpus", "none", "--name", name, "--trainer",
+                                 ABLATE_TRAIN_BIN},
+        Root());
+  }
+
+  ProcessResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {ABLATE_CLI_BIN, "--server", address_});
+    return RunProcess(args);
+  }
+
+  json CliJson(std::vector<std::string> args) {
+    args.insert(args.begin(), "--json");
+    ProcessResult r = Cli(args);
+    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
+  }
+
+  // Polls until `done` holds for the JSON of `args`; the last value either way.
+  json WaitFor(std::vector<std::string> args, const std::function<bool(const json&)>& done,
+               std::chrono::seconds timeout = 60s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    json j;
+    while (std::chrono::steady_clock::now() < deadline) {
+      j = CliJson(args);
+      if (j.is_object() && done(j)) return j;
+      std::this_thread::sleep_for(100ms);
+    }
+    ADD_FAILURE() << "timed out waiting; last: " << j.dump();
+    return j;
+  }
+
+  void Submit(const std::string& spec) {
+    WriteFile(Root() + "/spec.yaml", spec);
+    ProcessResult r = Cli({"submit", Root() + "/spec.yaml"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  TempDir root_;
+  std::string address_;
+  std::unique_ptr<Subprocess> coordinator_, with_, without_;
+};
+
+TEST_F(DatasetSchedulingTest, RunsGoOnlyToWorkersWithTheirDatasetAndOthersWaitVisibly) {
+  json workers = WaitFor({"workers"}, [](const json& j) { return j["workers"].size() == 2; });
+  for (const json& w : workers["workers"]) {
+    json want = w["id"] == "with-data" ? json::array({"debian-text"}) : json::array();
+    EXPECT_EQ(w["datasets"], want) << w.dump();
+  }
+  EXPECT_NE(with_->Stderr().find("dataset fineweb10B in " + Root() +
+                                 "/with is not advertised: train_000000.bin: missing"),
+            std::string::npos)
+      << with_->Stderr();
+
+  Submit(R"(name: needs-fineweb
+baseline: {preset: r9-shortcuts, scale: tiny}
+dataset: fineweb10B
+seeds: 2
+gpus_per_run: 0
+)");
+  const std::string reason = "2 queued runs: no connected worker has dataset 'fineweb10B'";
+  json waiting = WaitFor({"sweep", "1"}, [](const json& j) {
+    return j.contains("waiting_reasons") && !j["waiting_reasons"].empty();
+  });
+  EXPECT_EQ(waiting["waiting_reasons"], json::array({reason}));
+  ProcessResult shown = Cli({"sweep", "1"});
+  EXPECT_NE(shown.out.find("  waiting: " + reason + "\n"), std::string::npos) << shown.out;
+
+  // Four runs and four free CPU slots, two on each worker: only with-data may take them.
+  Submit(R"(name: on-debian-text
+baseline: {preset: r9-shortcuts, scale: tiny, set: {num_iterations: 4, val_every: 4}}
+dataset: debian-text
+seeds: 4
+gpus_per_run: 0
+)");
+  json runs = WaitFor({"runs", "--sweep", "2"}, [](const json& j) {
+    for (const json& r : j["runs"]) {
+      if (r.value("worker_id", "").empty()) return false;
+    }
+    return j["runs"].size() == 4;
+  });
+  for (const json& r : runs["runs"]) EXPECT_EQ(r["worker_id"], "with-data") << r.dump();
+  json done = WaitFor({"sweep", "2"}, [](const json& j) {
+    return j["counts"].value("succeeded", 0) == 4;
+  }, 120s);
+  EXPECT_EQ(done["waiting_reasons"], json::array()) << done.dump();
+  EXPECT_EQ(CliJson({"sweep", "1"})["counts"]["queued"], 2);
+}
+
+}  // namespace
+}  // namespace ablate::testing
