@@ -1,5 +1,6 @@
 // Host-side logic of the CUDA backend that needs no GPU (label unit): the embedding backward's
-// grouping of rows by id, and the padded device layout of the parameters.
+// grouping of rows by id, the padded device layout of the parameters, and Train()'s refusal of
+// multi-GPU CUDA runs before any work.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include "trainer/cuda/device_layout.h"
 #include "trainer/cuda/embedding.h"
 #include "trainer/model/model_config.h"
+#include "trainer/train/event_sink.h"
+#include "trainer/train/trainer.h"
 
 namespace ablate {
 namespace {
@@ -78,6 +81,28 @@ TEST(DeviceLayout, AlignsTensorsButKeepsQkvAdjacent) {
     }
     EXPECT_GE(dev.total(), prev_end);
     EXPECT_EQ(dev.total() % cuda::DeviceLayout::kAlign, 0);
+  }
+}
+
+// One GPU per run in this version: more ranks or more devices are refused before anything is
+// opened or allocated (no shards needed), with one error event that says why.
+TEST(CudaTrainOptions, MultiGpuRunsAreRefusedBeforeAnyWork) {
+  Result<nlohmann::json> config = CanonicalizeConfig({{"bos_token", 1}, {"vocab_size", 64}});
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  TrainOptions two_gpus;
+  two_gpus.backend = Backend::kCuda;
+  two_gpus.gpus = {0, 1};
+  TrainOptions two_ranks;
+  two_ranks.backend = Backend::kCuda;
+  two_ranks.world_size = 2;
+  for (const TrainOptions& o : {two_gpus, two_ranks}) {
+    MemorySink sink;
+    TrainOutcome out = Train(*config, o, sink);
+    EXPECT_EQ(out.status, TrainStatus::kInvalid);
+    EXPECT_NE(out.message.find("one GPU per run"), std::string::npos) << out.message;
+    std::vector<nlohmann::json> events = sink.events();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0]["event"], "error");
   }
 }
 
