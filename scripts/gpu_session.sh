@@ -26,7 +26,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-logs}
 DEPS_TGZ=$ROOT/.gpu-deps/deps.tar.gz
 DEPS=/tmp/ablate-gpu-deps
-BUILD=$ROOT/build-gpu
+BUILD=${ABLATE_GPU_BUILD:-$ROOT/build-gpu}  # override only to test the script elsewhere
 JOBS=$(nproc 2>/dev/null || echo 8)
 
 die() { echo "gpu_session: $*" >&2; exit 1; }
@@ -49,6 +49,10 @@ libgtest-dev libgmock-dev libopenblas-dev)"
   cp $multiarch/libgtest.a $multiarch/libgtest_main.a $multiarch/libgmock.a \
      $multiarch/libgmock_main.a "$stage/lib/"
   tar czf "$DEPS_TGZ" -C "$stage" . && rm -rf "$stage"
+  # The device gets a copy of the working tree without .git: say here what it is.
+  { git -C "$ROOT" log -1 --format='%h %cd %s' --date=iso
+    git -C "$ROOT" status --short -- trainer tests/trainer bench/trainer_gpu scripts; } \
+    > "$ROOT/.gpu-deps/commit.txt"
   grep -qx '/.gpu-deps/' "$ROOT/.git/info/exclude" 2>/dev/null ||
     echo '/.gpu-deps/' >> "$ROOT/.git/info/exclude"
   echo "gpu_session: packed $(du -h "$DEPS_TGZ" | cut -f1) into $DEPS_TGZ; carry .gpu-deps"
@@ -70,13 +74,15 @@ Debian machine first and carry .gpu-deps"
   pip_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null)
   [ -n "$pip_cublas" ] && [ -d "$pip_cublas" ] && extra=$extra:$pip_cublas
   export LD_LIBRARY_PATH=$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin  # nvcc, compute-sanitizer
   mkdir -p "$OUT"
 }
 
 record_env() {
   {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) $(git -C "$ROOT" status --short 2>/dev/null | wc -l) changed files"
+    echo "tree (as packed by prepare):"
+    cat "$ROOT/.gpu-deps/commit.txt" 2>/dev/null
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
     nvcc --version 2>&1 | tail -2
     cmake --version 2>&1 | head -1
@@ -103,9 +109,10 @@ build() {
 
 test_phase() {
   [ -x "$BUILD/tests/trainer_cuda_test" ] || die "no build in $BUILD: run the build phase first"
-  (cd "$BUILD" && ctest -L gpu --output-on-failure --timeout 900 &&
-     ctest -R trainer_cuda_host_test --output-on-failure) 2>&1 | tee "$OUT/ctest_gpu.log" | tail -40
-  "$BUILD/tests/trainer_cuda_test" --gtest_output="xml:$OUT/gtest_gpu.xml" >/dev/null 2>&1
+  # GTEST_OUTPUT makes the gpu test binary also write every test's result and time as XML.
+  (cd "$BUILD" && GTEST_OUTPUT="xml:$OUT/gtest_gpu.xml" ctest -L gpu --output-on-failure \
+     --timeout 900; ctest -R trainer_cuda_host_test --output-on-failure) 2>&1 |
+    tee "$OUT/ctest_gpu.log" | tail -40
   sanitize
   end_to_end
 }
