@@ -58,25 +58,26 @@ T Take(Result<T> r, const char* what) {
   return std::move(r).value();
 }
 
-// Median device milliseconds of `fn` over `reps` runs after `warm` runs, timed with events.
+// Device milliseconds of one run of `fn`, between two events on ctx's stream.
+Status TimeOnce(CudaContext& ctx, const std::function<Status()>& fn, float* ms) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ABLATE_CUDA_CHECK(cudaEventCreate(&start));
+  ABLATE_CUDA_CHECK(cudaEventCreate(&stop));
+  ABLATE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
+  ABLATE_RETURN_IF_ERROR(fn());
+  ABLATE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
+  ABLATE_CUDA_CHECK(cudaEventSynchronize(stop));
+  ABLATE_CUDA_CHECK(cudaEventElapsedTime(ms, start, stop));
+  ABLATE_CUDA_CHECK(cudaEventDestroy(start));
+  ABLATE_CUDA_CHECK(cudaEventDestroy(stop));
+  return {};
+}
+
+// Median device milliseconds of `fn` over `reps` runs after `warm` runs.
 double DeviceMs(CudaContext& ctx, int warm, int reps, const std::function<Status()>& fn) {
   for (int i = 0; i < warm; ++i) Check(fn(), "warm-up");
-  cudaEvent_t start, stop;
-  Check(cudaEventCreate(&start) == cudaSuccess ? Status() : Error{"cudaEventCreate", ""}, "event");
-  Check(cudaEventCreate(&stop) == cudaSuccess ? Status() : Error{"cudaEventCreate", ""}, "event");
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(start, ctx.stream());
-    Check(fn(), "timed run");
-    cudaEventRecord(stop, ctx.stream());
-    cudaEventSynchronize(stop);
-    float t = 0;
-    cudaEventElapsedTime(&t, start, stop);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  Check(ctx.Synchronize(), "synchronize");
+  std::vector<float> ms(size_t(reps));
+  for (float& m : ms) Check(TimeOnce(ctx, fn, &m), "timed run");
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
