@@ -76,7 +76,7 @@ Status TimeOnce(CudaContext& ctx, const std::function<Status()>& fn, float* ms) 
 // Median device milliseconds of `fn` over `reps` runs after `warm` runs.
 double DeviceMs(CudaContext& ctx, int warm, int reps, const std::function<Status()>& fn) {
   for (int i = 0; i < warm; ++i) Check(fn(), "warm-up");
-  std::vector<float> ms(size_t(reps));
+  std::vector<float> ms(static_cast<size_t>(reps));
   for (float& m : ms) Check(TimeOnce(ctx, fn, &m), "timed run");
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
