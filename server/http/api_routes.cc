@@ -11,6 +11,7 @@
 #include "server/http/json_reply.h"
 #include "server/http/metrics_json.h"
 #include "server/http/request_params.h"
+#include "server/rpc/compare_queries.h"
 #include "server/rpc/convert.h"
 #include "server/store/absl_compat.h"
 
@@ -199,6 +200,11 @@ void AddApiRoutes(httplib::Server& http, const RouteContext& ctx) {
           [&q](const httplib::Request& req, int64_t id) { return SweepMetrics(q, req, id); });
   GetById(http, R"(/api/sweeps/([^/]+)/events)", "sweep id",
           [&q](const httplib::Request& req, int64_t id) { return Events(q, req, id, 0); });
+  GetById(http, R"(/api/sweeps/([^/]+)/compare)", "sweep id",
+          [&q](const httplib::Request& req, int64_t id) {
+            if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
+            return AsJson(BuildSweepComparison(*q.store(), id));
+          });
   GetPlain(http, "/api/runs", [&q](const httplib::Request& req) { return ListRuns(q, req, 0); });
   GetById(http, R"(/api/runs/([^/]+))", "run id", [&q](const httplib::Request& req, int64_t id) {
     if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
@@ -215,6 +221,10 @@ void AddApiRoutes(httplib::Server& http, const RouteContext& ctx) {
   GetPlain(http, "/api/presets", [&q](const httplib::Request& req) {
     if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
     return AsJson(q.ListPresets());
+  });
+  GetPlain(http, "/api/records", [&q](const httplib::Request& req) {
+    if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
+    return AsJson(BuildRecordsTable(*q.store()));
   });
 }
 

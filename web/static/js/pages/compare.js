@@ -1,0 +1,57 @@
+// The statistical comparison of a sweep (CompareSweepResponse, DESIGN §7) as a table: per
+// variant its means with 95% CIs, the difference to the baseline with the Holm-corrected p, the
+// record rule, and the verdict, coloured.
+import {fmtDuration, fmtLoss, h} from '../dom.js';
+
+function ci(summary, fmt) {
+  if (!summary || summary.mean === undefined) return '–';
+  const range = summary.ci_low !== undefined
+    ? ` [${fmt(summary.ci_low)}, ${fmt(summary.ci_high)}]` : '';
+  return `${fmt(summary.mean)}${range}`;
+}
+
+function pValue(p) {
+  if (p === undefined || p === null) return '';
+  return p < 0.001 ? 'p<0.001' : `p=${Number(p).toFixed(3)}`;
+}
+
+function delta(d, fmt) {
+  if (!d || d.difference === undefined) return '–';
+  const sign = d.difference > 0 ? '+' : '';
+  const rel = d.relative !== undefined ? ` (${sign}${(100 * d.relative).toFixed(1)}%)` : '';
+  return h('span', {class: d.underpowered ? 'muted' : ''},
+    `${sign}${fmt(d.difference)}${rel} `, h('span', {class: 'small'}, pValue(d.p_holm ?? d.welch?.p_value)));
+}
+
+function verdictClass(verdict) {
+  if (String(verdict).includes(",")) return "verdict verdict-mixed";
+  return `verdict verdict-${String(verdict || 'none').replace(/[^a-z]+/gi, '-').toLowerCase()}`;
+}
+
+function recordRule(rule) {
+  if (!rule || !rule.n) return '–';
+  if (rule.underpowered) return h('span', {class: 'muted'}, `n=${rule.n}, underpowered`);
+  return h('span', {class: rule.passes ? 'good' : 'bad'},
+    `${rule.passes ? 'passes' : 'fails'} ${pValue(rule.test?.p_value)}`);
+}
+
+const signedMs = (ms) => (ms < 0 ? `−${fmtDuration(-ms)}` : fmtDuration(ms));
+
+export function compareTable(compare) {
+  const rows = (compare.variants ?? []).map((v) => h('tr', {'data-variant': v.name},
+    h('td', {}, v.name),
+    h('td', {}, `${v.n} (${v.n_reached} reached)`),
+    h('td', {}, ci(v.final_val_loss, fmtLoss)),
+    h('td', {}, delta(v.loss_vs_baseline, fmtLoss)),
+    h('td', {}, ci(v.time_to_target_ms, fmtDuration)),
+    h('td', {}, delta(v.time_vs_baseline, signedMs)),
+    h('td', {}, recordRule(v.record_rule)),
+    h('td', {}, h('span', {class: verdictClass(v.verdict)}, v.verdict || '–'))));
+  return h('div', {},
+    h('table', {class: 'list', id: 'compare-table'},
+      h('thead', {}, h('tr', {}, ['variant', 'n', 'final val loss [95% CI]', 'Δ loss vs baseline',
+        'time to target [95% CI]', 'Δ time vs baseline', 'record rule', 'verdict']
+        .map((x) => h('th', {}, x)))),
+      h('tbody', {}, rows)),
+    compare.method ? h('p', {class: 'muted small'}, compare.method) : null);
+}

@@ -1,0 +1,55 @@
+// Records: the speedrun's published record times over their dates, with this cluster's own runs
+// of the record presets overlaid, and the table (ListRecordsResponse).
+import {getJsonOrNull} from '../api.js';
+import {drawChart, followWidth} from '../chart.js';
+import {fill, fmtDuration, fmtLoss, h} from '../dom.js';
+
+const DAY_MS = 86400000;
+
+function chartOf(rows, el) {
+  const dated = rows.filter((r) => r.record?.date).map((r) => ({
+    day: Date.parse(r.record.date) / DAY_MS, published: r.record.record_time_ms / 60000,
+    own: (r.own_runs ?? []).filter((o) => o.mean_time_to_target_ms !== undefined)
+      .map((o) => o.mean_time_to_target_ms / 60000)}));
+  dated.sort((a, b) => a.day - b.day);
+  const x = dated.map((d) => d.day);
+  const published = dated.map((d) => d.published);
+  const own = dated.map((d) => (d.own.length ? Math.min(...d.own) : null));
+  drawChart(el, {title: 'record time', xLabel: 'date (days since 1970)', yLabel: 'minutes',
+    logY: true, series: [{label: 'published', color: '#1f77b4'},
+      {label: 'own runs (best mean)', color: '#d62728', width: 0}],
+    data: [x, published, own]});
+  // Own runs as points only.
+  el.uplot?.series[2] && el.uplot.setSeries(2, {show: own.some((v) => v !== null)});
+}
+
+function ownCell(list) {
+  if (!list?.length) return '–';
+  return list.map((o) => h('div', {},
+    `${o.scale} on ${o.hardware}: n=${o.n}, ${o.n_reached} reached` +
+    (o.mean_time_to_target_ms !== undefined ? `, ${fmtDuration(o.mean_time_to_target_ms)}` : '') +
+    (o.mean_final_val_loss !== undefined ? `, val ${fmtLoss(o.mean_final_val_loss)}` : '') +
+    (o.ratio_to_published !== undefined ? ` (${o.ratio_to_published.toFixed(2)}× published)` : '')));
+}
+
+export async function render(root) {
+  document.title = 'Records · ablate';
+  const records = await getJsonOrNull('/api/records');
+  if (!records) {
+    fill(root, h('h1', {}, 'Records'), h('p', {class: 'muted'}, 'This coordinator has no records table.'));
+    return;
+  }
+  const rows = records.records ?? [];
+  const chart = h('div', {class: 'chart', id: 'chart-records'});
+  fill(root, h('h1', {}, 'Records'), chart,
+    h('table', {class: 'list', id: 'records'},
+      h('thead', {}, h('tr', {}, ['#', 'date', 'record time', 'steps', 'description', 'preset',
+        'own runs'].map((x) => h('th', {}, x)))),
+      h('tbody', {}, rows.map((r) => h('tr', {'data-record': r.record.id},
+        h('td', {}, r.record.id), h('td', {}, r.record.date),
+        h('td', {}, fmtDuration(r.record.record_time_ms)),
+        h('td', {}, r.record.steps ?? '–'), h('td', {}, r.record.description),
+        h('td', {}, r.record.preset || '–'), h('td', {}, ownCell(r.own_runs)))))));
+  chartOf(rows, chart);
+  followWidth(root);
+}
