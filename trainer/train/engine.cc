@@ -5,6 +5,7 @@
 #include "trainer/train/cpu_engine.h"
 
 #if ABLATE_HAVE_CUDA
+#include "trainer/cuda/cublaslt_library.h"
 #include "trainer/cuda/cuda_context.h"
 #include "trainer/cuda/cuda_engine.h"
 #endif
@@ -33,6 +34,8 @@ Result<std::string> ProbeCudaDevice(int index) {
 #if ABLATE_HAVE_CUDA
   Result<cuda::DeviceInfo> info = cuda::ProbeDevice(index);
   if (!info.ok()) return info.error();
+  Result<std::unique_ptr<cuda::CublasLtLibrary>> lt = cuda::CublasLtLibrary::Load();
+  if (!lt.ok()) return lt.error();  // a GPU without cuBLASLt is refused before any work too
   return info->name;
 #else
   (void)index;

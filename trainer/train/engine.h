@@ -41,7 +41,7 @@ class Engine {
 Result<std::unique_ptr<Engine>> MakeEngine(const RunPlan& plan, Communicator& comm);
 
 // For `start` and for validation before any work: the name of CUDA device `index`, or why it
-// cannot be used (no device, a build without CUDA).
+// cannot be used (no device, no cuBLASLt to load, a build without CUDA).
 Result<std::string> ProbeCudaDevice(int index);
 
 }  // namespace ablate
