@@ -97,23 +97,22 @@ Status RankRunner::TrainStep(int64_t step) {
   Status s = engine_->ZeroGrads();
   if (!s.ok()) return s;
   int64_t accum = train_.grad_accum_steps();
-  std::vector<float> stats = {0.f, 0.f};  // mean loss, data errors
-  std::string data_error;
-  for (int64_t micro = 0; micro < accum; ++micro) {
+  std::vector<float> stats = {0.f, 0.f};  // mean loss, local failures (data or device)
+  std::string local_error;  // a failure still goes through the all-reduce, so no rank waits
+  for (int64_t micro = 0; micro < accum && local_error.empty(); ++micro) {
     s = train_.NextBatch(batch_.data());
-    if (!s.ok()) {
-      stats[1] = 1.f, data_error = s.message();
-      break;
-    }
-    s = engine_->Accumulate(batch_.data(), windows, accum, Pass::kTrain);
-    if (!s.ok()) return s;
+    if (s.ok()) s = engine_->Accumulate(batch_.data(), windows, accum, Pass::kTrain);
+    if (!s.ok()) local_error = s.message();
   }
   Result<float> loss = engine_->TakeLoss();
-  if (!loss.ok()) return loss.error();
-  stats[0] = *loss;
+  if (!loss.ok() && local_error.empty()) local_error = loss.error().message;
+  stats[0] = loss.ok() ? *loss : 0.f;
+  stats[1] = local_error.empty() ? 0.f : 1.f;
   s = comm_.AllReduce(stats, ReduceOp::kAvg);
   if (!s.ok()) return s;
-  if (stats[1] > 0) return Error{data_error.empty() ? "a peer rank failed to read data" : data_error, ""};
+  if (stats[1] > 0) {
+    return Error{local_error.empty() ? "a peer rank failed (data or device)" : local_error, ""};
+  }
   if (!std::isfinite(stats[0])) {
     outcome_ = {TrainStatus::kDiverged, "train loss is not finite at step " + std::to_string(step)};
     return Error{outcome_.message, ""};
