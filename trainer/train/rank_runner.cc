@@ -64,15 +64,19 @@ bool RankRunner::ShouldStop() {
 Status RankRunner::Evaluate(int64_t step) {
   std::vector<int64_t> windows = LayerWindowBlocks(plan_.model, step, plan_.num_iterations);
   val_.Reset();
-  while (val_.NextBatch(batch_.data())) {
+  std::string local_error;  // reported after the all-reduce, so no rank waits
+  while (local_error.empty() && val_.NextBatch(batch_.data())) {
     Status s = engine_->Accumulate(batch_.data(), windows, 1, Pass::kEval);
-    if (!s.ok()) return s;
+    if (!s.ok()) local_error = s.message();
   }
   Result<float> local = engine_->TakeLoss();
-  if (!local.ok()) return local.error();
-  std::vector<float> sum = {*local};
+  if (!local.ok() && local_error.empty()) local_error = local.error().message;
+  std::vector<float> sum = {local.ok() ? *local : 0.f, local_error.empty() ? 0.f : 1.f};
   Status s = comm_.AllReduce(sum, ReduceOp::kSum);
   if (!s.ok()) return s;
+  if (sum[1] > 0) {
+    return Error{local_error.empty() ? "a peer rank failed during validation" : local_error, ""};
+  }
   double loss = double(sum[0]) / double(val_.num_batches());
   if (!std::isfinite(loss)) {
     outcome_ = {TrainStatus::kDiverged, "validation loss is not finite at step " +
