@@ -12,7 +12,9 @@
 
 #include "tests/data/shard_bytes.h"
 #include "tests/util/subprocess.h"
+#include "trainer/config/sha256.h"
 #include "trainer/data/fetch_progress.h"
+#include "trainer/data/shard_digest.h"
 #include "trainer/data/shard_fetcher.h"
 
 namespace ablate {
@@ -151,6 +153,15 @@ TEST_F(FetcherTest, ASecondFetchIntoTheSameDirectoryIsRefused) {
                                    options_.dir + "/.fetch.lock is locked)");
   EXPECT_TRUE(dl_.calls.empty());
   EXPECT_TRUE(Fetch().ok());  // the lock is gone with its holder
+}
+
+TEST(ShardDigestTest, AgreesWithThePortableSha256AndKnownDigests) {
+  EXPECT_EQ(ShardSha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  for (int64_t tokens : {0, 1, 31, 32, 1000, 100000}) {
+    std::string bytes = ShardBytes(tokens, static_cast<uint32_t>(tokens));
+    EXPECT_EQ(ShardSha256Hex(bytes), Sha256Hex(bytes)) << ShardSha256Backend() << " " << tokens;
+  }
 }
 
 TEST(RetryDelayTest, DoublesUpToTheCap) {

@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-#include "trainer/config/sha256.h"
+#include "trainer/data/shard_digest.h"
 #include "trainer/data/shard_reader.h"
 
 namespace ablate {
@@ -255,14 +255,14 @@ Result<ShardDigest> DigestShard(const std::string& path) {
   map.size = static_cast<size_t>(st.st_size);
   ShardDigest d;
   if (map.size == 0) {
-    d.sha256 = Sha256Hex("");
+    d.sha256 = ShardSha256Hex("");
     return d;
   }
   map.data = mmap(nullptr, map.size, PROT_READ, MAP_PRIVATE, map.fd, 0);
   if (map.data == MAP_FAILED) return Error{"shard " + path + ": cannot map: " + std::strerror(errno), ""};
   madvise(map.data, map.size, MADV_SEQUENTIAL);
   const char* bytes = static_cast<const char*>(map.data);
-  d.sha256 = Sha256Hex(std::string_view(bytes, map.size));
+  d.sha256 = ShardSha256Hex(std::string_view(bytes, map.size));
   for (size_t i = kShardHeaderBytes; i + 1 < map.size; i += 2) {
     uint16_t t;
     std::memcpy(&t, bytes + i, 2);
