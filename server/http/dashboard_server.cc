@@ -135,6 +135,9 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
         " (address in use or not on this machine); choose another with --http HOST:PORT"));
   }
   server->thread_ = std::thread([&http] { http.listen_after_bind(); });
+  // httplib's stop() does nothing before the listen loop has begun: wait for it, so that a Stop
+  // right after Start cannot leave the loop running forever.
+  while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return server;
 }
 

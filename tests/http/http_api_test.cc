@@ -1,0 +1,321 @@
+// The dashboard's JSON API over real HTTP: a DashboardServer on 127.0.0.1:0 in front of a store
+// filled through the Store API, read with an HTTP client. Shapes, downsampling bounds, 404 and
+// 400 as JSON, the client token, server-sent events, and the real ablate-coordinator binary
+// with --http (port file, shutdown with a live stream open).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "server/http/dashboard_server.h"
+#include "tests/http/sweep_fixture.h"
+#include "tests/util/subprocess.h"
+
+namespace ablate {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(""); }
+
+  void Start(const std::string& token) {
+    server_.reset();
+    store_ = Store::Open(":memory:").value();
+    testing::FixtureShape shape;
+    shape.variants = 3;
+    shape.seeds = 2;
+    shape.steps = 3000;
+    shape.val_every = 100;
+    shape.spike_step = 2222;
+    shape.running = 1;
+    shape.queued = 1;
+    sweep_ = testing::MakeFixtureSweep(*store_, "api", shape).value();
+    DashboardOptions options;
+    options.listen = "127.0.0.1:0";
+    options.client_token = token;
+    options.live_min_interval = 20ms;
+    server_ = DashboardServer::Start(options, store_.get(), &feed_, {}).value();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  }
+
+  // GET `path`; returns {status, parsed body}.
+  std::pair<int, json> Get(const std::string& path, const httplib::Headers& headers = {}) {
+    httplib::Result res = client_->Get(path, headers);
+    if (!res) return {0, json()};
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json") << path;
+    return {res->status, json::parse(res->body, nullptr, false)};
+  }
+
+  void ExpectError(const std::string& path, int status, const std::string& code,
+                   const std::string& words) {
+    auto [got, body] = Get(path);
+    EXPECT_EQ(got, status) << path;
+    EXPECT_EQ(body["error"]["code"], code) << path << " " << body.dump();
+    EXPECT_NE(body["error"]["message"].get<std::string>().find(words), std::string::npos)
+        << path << ": " << body.dump();
+  }
+
+  const ablate::Run& finished_run() const { return sweep_.runs.front(); }
+  std::string sweep_path() const { return "/api/sweeps/" + std::to_string(sweep_.sweep_id); }
+
+  ChangeFeed feed_;
+  std::unique_ptr<Store> store_;
+  testing::FixtureSweep sweep_;
+  std::unique_ptr<DashboardServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpApiTest, SweepsSweepRunsAndRunHaveTheProtoShapes) {
+  auto [status, list] = Get("/api/sweeps");
+  ASSERT_EQ(status, 200);
+  ASSERT_EQ(list["sweeps"].size(), 1u);
+  const json& s = list["sweeps"][0];
+  EXPECT_EQ(s["name"], "api");
+  EXPECT_EQ(s["state"], "SWEEP_RUNNING");
+  EXPECT_EQ(s["counts"]["total"], 6);
+  EXPECT_EQ(s["counts"]["succeeded"], 4);
+  EXPECT_EQ(s["counts"]["queued"], 1);
+  EXPECT_EQ(s["tags"], json({"fixture"}));
+  json sweep = Get(sweep_path()).second;
+  ASSERT_EQ(sweep["variants"].size(), 3u);
+  EXPECT_EQ(sweep["variants"][1]["diff_json"], "{\"logit_softcap\":{\"from\":15,\"to\":16}}");
+  json runs = Get(sweep_path() + "/runs").second;
+  ASSERT_EQ(runs["runs"].size(), 6u);
+  EXPECT_EQ(Get(sweep_path() + "/runs?state=queued").second["runs"].size(), 1u);
+  EXPECT_EQ(Get("/api/runs?sweep_id=" + std::to_string(sweep_.sweep_id) + "&limit=2")
+                .second["runs"].size(), 2u);
+  json run = Get("/api/runs/" + std::to_string(finished_run().id)).second;
+  EXPECT_EQ(run["state"], "RUN_SUCCEEDED");
+  ASSERT_EQ(run["attempts"].size(), 1u);
+  EXPECT_EQ(run["attempts"][0]["state"], "succeeded");
+  EXPECT_FALSE(run["summary"]["final_val_loss"].is_null());
+  EXPECT_EQ(run["id"], std::to_string(finished_run().id)) << "int64 as a string (proto3 JSON)";
+}
+
+TEST_F(HttpApiTest, WorkersPresetsAndEvents) {
+  json workers = Get("/api/workers").second;
+  ASSERT_EQ(workers["workers"].size(), 1u);
+  EXPECT_EQ(workers["workers"][0]["id"], "fixture-worker");
+  json presets = Get("/api/presets").second;
+  EXPECT_GE(presets["presets"].size(), 5u);
+  EXPECT_EQ(presets["scales"], json({"full", "small", "tiny"}));
+  json events = Get(sweep_path() + "/events?limit=3").second;
+  ASSERT_EQ(events["events"].size(), 3u);
+  EXPECT_EQ(events["events"][0]["run_id"], "0") << "the sweep's own event first";
+  EXPECT_NE(events["events"][0]["message"].get<std::string>().find("submitted"), std::string::npos);
+  json after = Get(sweep_path() + "/events?after=" + events["events"][0]["id"].get<std::string>())
+                   .second;
+  EXPECT_EQ(after["events"][0]["id"], events["events"][1]["id"]);
+  json run_events = Get("/api/runs/" + std::to_string(finished_run().id) + "/events").second;
+  for (const json& e : run_events["events"]) EXPECT_EQ(e["run_id"], std::to_string(finished_run().id));
+}
+
+// Counts the non-null values of each series column of a curve.
+std::map<std::string, size_t> Counts(const json& curve) {
+  std::map<std::string, size_t> n;
+  for (const char* s : {"train_loss", "val_loss", "lr", "step_ms"}) {
+    if (!curve["columns"].contains(s)) continue;
+    for (const json& v : curve["columns"][s]) n[s] += v.is_null() ? 0 : 1;
+  }
+  return n;
+}
+
+TEST_F(HttpApiTest, RunMetricsAreDownsampledWithinBoundsAndKeepSpikes) {
+  json curve = Get("/api/runs/" + std::to_string(finished_run().id) + "/metrics?max_points=100")
+                   .second;
+  EXPECT_EQ(curve["total_points"], 3000);
+  std::map<std::string, size_t> n = Counts(curve);
+  EXPECT_LE(n["train_loss"], 100u);
+  EXPECT_GE(n["train_loss"], 90u);
+  EXPECT_EQ(n["val_loss"], 30u) << "30 evaluations fit under the limit: all kept";
+  double highest = 0;
+  for (const json& v : curve["columns"]["train_loss"]) {
+    if (!v.is_null()) highest = std::max(highest, v.get<double>());
+  }
+  EXPECT_EQ(highest, 50.0) << "the spike at step 2222 survives";
+  const size_t rows = curve["columns"]["step"].size();
+  for (const char* col : {"train_time_ms", "tokens", "train_loss", "val_loss", "lr", "step_ms"}) {
+    EXPECT_EQ(curve["columns"][col].size(), rows) << col;
+  }
+  json full = Get("/api/runs/" + std::to_string(finished_run().id) + "/metrics?max_points=20000")
+                  .second;
+  EXPECT_EQ(full["columns"]["step"].size(), 3000u);
+}
+
+TEST_F(HttpApiTest, SweepOverlayHasEveryStartedRunWithinTheLimit) {
+  json overlay = Get(sweep_path() + "/metrics?max_points=1000&series=train_loss,val_loss").second;
+  EXPECT_EQ(overlay["max_points"], 1000);
+  ASSERT_EQ(overlay["runs"].size(), 5u) << "the queued run has no curve";
+  for (const json& curve : overlay["runs"]) {
+    EXPECT_FALSE(curve["columns"].contains("lr"));
+    std::map<std::string, size_t> n = Counts(curve);
+    EXPECT_LE(n["train_loss"], 1000u);
+    EXPECT_GT(n["train_loss"], 0u);
+  }
+  EXPECT_EQ(overlay["runs"].back()["total_points"], 1500) << "the running run: half its curve";
+}
+
+TEST_F(HttpApiTest, UnknownIdsAre404AndMalformedQueriesAre400) {
+  ExpectError("/api/sweeps/999", 404, "NOT_FOUND", "sweep 999");
+  ExpectError("/api/sweeps/999/metrics", 404, "NOT_FOUND", "999");
+  ExpectError("/api/runs/999", 404, "NOT_FOUND", "999");
+  ExpectError("/api/runs/999/metrics", 404, "NOT_FOUND", "999");
+  ExpectError("/api/live/sweeps/999", 404, "NOT_FOUND", "999");
+  ExpectError("/api/nothing-here", 404, "NOT_FOUND", "/api/nothing-here");
+  ExpectError("/api/sweeps/abc", 400, "INVALID_ARGUMENT", "'abc'");
+  ExpectError("/api/runs/-1/metrics", 400, "INVALID_ARGUMENT", "'-1'");
+  std::string run = "/api/runs/" + std::to_string(finished_run().id);
+  ExpectError(run + "/metrics?max_points=1", 400, "INVALID_ARGUMENT", "max_points");
+  ExpectError(run + "/metrics?max_points=ten", 400, "INVALID_ARGUMENT", "'ten'");
+  ExpectError(run + "/metrics?series=loss", 400, "INVALID_ARGUMENT", "'loss'");
+  ExpectError(run + "/metrics?max_point=5", 400, "INVALID_ARGUMENT", "'max_point'");
+  ExpectError("/api/sweeps?state=sleeping", 400, "INVALID_ARGUMENT", "'sleeping'");
+  ExpectError("/api/sweeps?limit=0", 400, "INVALID_ARGUMENT", "limit");
+  ExpectError(sweep_path() + "/runs?state=done", 400, "INVALID_ARGUMENT", "'done'");
+}
+
+TEST_F(HttpApiTest, ClientTokenAsHeaderOrLoginCookie) {
+  Start("s3cret");
+  ExpectError("/api/sweeps", 401, "UNAUTHENTICATED", "token");
+  ExpectError("/api/live/sweeps", 401, "UNAUTHENTICATED", "token");
+  EXPECT_EQ(Get("/api/sweeps", {{"Authorization", "Bearer s3cret"}}).first, 200);
+  EXPECT_EQ(Get("/api/sweeps", {{"Authorization", "Bearer nope"}}).first, 401);
+  json auth = Get("/api/auth").second;
+  EXPECT_EQ(auth, json({{"required", true}, {"authorized", false}}));
+
+  httplib::Result wrong = client_->Post("/api/login", "token=nope&next=/workers",
+                                        "application/x-www-form-urlencoded");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 303);
+  std::string location = wrong->get_header_value("Location");
+  EXPECT_EQ(location.rfind("/login?error=1&next=", 0), 0u) << location;
+  EXPECT_NE(location.find("workers"), std::string::npos) << location;
+  EXPECT_FALSE(wrong->has_header("Set-Cookie"));
+  httplib::Result right = client_->Post("/api/login", "token=s3cret&next=//evil.example/",
+                                        "application/x-www-form-urlencoded");
+  ASSERT_TRUE(right);
+  EXPECT_EQ(right->status, 303);
+  EXPECT_EQ(right->get_header_value("Location"), "/") << "only same-site paths follow a login";
+  std::string cookie = right->get_header_value("Set-Cookie");
+  EXPECT_NE(cookie.find("HttpOnly"), std::string::npos);
+  httplib::Headers with_cookie = {{"Cookie", cookie.substr(0, cookie.find(';'))}};
+  EXPECT_EQ(Get("/api/sweeps", with_cookie).first, 200);
+  EXPECT_EQ(Get("/api/auth", with_cookie).second["authorized"], true);
+}
+
+// Reads a live stream on a thread until `done` says so or the stream ends.
+struct StreamReader {
+  std::string text;
+  std::mutex mu;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  void Start(int port, const std::string& path) {
+    thread = std::thread([this, port, path] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(30, 0);
+      c.Get(path, [this](const char* data, size_t n) {
+        std::lock_guard<std::mutex> lock(mu);
+        text.append(data, n);
+        return !stop.load();
+      });
+    });
+  }
+  bool Has(const std::string& needle) {
+    std::lock_guard<std::mutex> lock(mu);
+    return text.find(needle) != std::string::npos;
+  }
+  bool WaitFor(const std::string& needle, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (Has(needle)) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+};
+
+TEST_F(HttpApiTest, LiveStreamSendsNewPointsAndEndsOnStop) {
+  StreamReader reader;
+  const ablate::Run& run = sweep_.runs.back();
+  reader.Start(server_->port(), "/api/live/runs/" + std::to_string(run.id));
+  ASSERT_TRUE(reader.WaitFor("event: ready", 10s)) << reader.text;
+  EXPECT_TRUE(reader.Has("event: run\n"));
+  EXPECT_FALSE(reader.Has("event: points")) << "points already stored are not streamed";
+  ASSERT_TRUE(testing::AppendFixtureBatch(*store_, run, sweep_.attempts.back(), 5, 1500, 3, 500,
+                                          testing::FixtureShape())
+                  .ok());
+  feed_.Notify();
+  ASSERT_TRUE(reader.WaitFor("\"step\":[1500,1501,1502]", 10s)) << reader.text;
+  auto t0 = std::chrono::steady_clock::now();
+  feed_.Close();
+  server_->Stop();
+  reader.thread.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "Stop with a stream open";
+}
+
+TEST(CoordinatorHttpTest, ServesTheDashboardWritesItsPortAndStopsWithAStreamOpen) {
+  testing::TempDir dir;
+  std::string port_file = dir.path() + "/http-port";
+  testing::Subprocess coordinator(
+      {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir.path(), "--http",
+       "127.0.0.1:0", "--http-port-file", port_file, "--web-root", ABLATE_WEB_ROOT},
+      dir.path());
+  for (int i = 0; i < 500 && !std::filesystem::exists(port_file); ++i) std::this_thread::sleep_for(20ms);
+  int port = std::stoi(testing::ReadFile(port_file));
+  httplib::Client client("127.0.0.1", port);
+  httplib::Result sweeps = client.Get("/api/sweeps");
+  ASSERT_TRUE(sweeps);
+  EXPECT_EQ(sweeps->status, 200);
+  EXPECT_EQ(sweeps->body, "{\"sweeps\":[]}");
+  httplib::Result page = client.Get("/sweeps/3");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("/js/app.js"), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"),
+            std::string::npos);
+  httplib::Result uplot = client.Get("/vendor/uplot/uPlot.esm.js");
+  ASSERT_TRUE(uplot);
+  EXPECT_EQ(uplot->status, 200) << "uPlot from web/node_modules (npm ci)";
+  EXPECT_NE(coordinator.Stdout().find("dashboard on http://127.0.0.1:" + std::to_string(port)),
+            std::string::npos);
+
+  StreamReader reader;
+  reader.Start(port, "/api/live/workers");
+  ASSERT_TRUE(reader.WaitFor("event: ready", 10s));
+  auto t0 = std::chrono::steady_clock::now();
+  coordinator.Signal(SIGTERM);
+  std::optional<testing::ProcessResult> exit = coordinator.Wait(10s);
+  ASSERT_TRUE(exit.has_value()) << "still running 10 s after SIGTERM with a stream open";
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  reader.thread.join();
+}
+
+TEST(CoordinatorHttpTest, BadHttpAddressesAreRefusedByName) {
+  testing::TempDir dir;
+  for (const char* bad : {"8080", "127.0.0.1:http", "127.0.0.1:70000"}) {
+    testing::ProcessResult r = testing::RunProcess(
+        {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir.path(), "--http", bad},
+        {}, 20s);
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_NE(r.err.find(std::string("--http '") + bad + "'"), std::string::npos) << r.err;
+  }
+  testing::ProcessResult missing = testing::RunProcess(
+      {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir.path(), "--http",
+       "127.0.0.1:0", "--web-root", dir.path() + "/nowhere"},
+      {}, 20s);
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("nowhere"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace ablate

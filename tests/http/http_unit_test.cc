@@ -1,0 +1,213 @@
+// Unit tests of the dashboard adapter's pure parts: columnar curve JSON and its downsampling,
+// parameter parsing, token checks, the curve cache and the live-update diffing over an in-memory
+// store.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/http/curve_cache.h"
+#include "server/http/http_auth.h"
+#include "server/http/live_stream.h"
+#include "server/http/metrics_json.h"
+#include "server/http/request_params.h"
+#include "server/store/downsample.h"
+#include "tests/http/sweep_fixture.h"
+
+namespace ablate {
+namespace {
+
+using nlohmann::json;
+
+std::vector<MetricPoint> Points(int n, int64_t spike = -1) {
+  testing::FixtureShape shape;
+  shape.spike_step = spike;
+  return testing::FixturePoints(0, 0, n, shape);
+}
+
+json Columns(std::span<const MetricPoint> points, const SeriesSet& series) {
+  std::string out;
+  AppendPointColumns(points, series, &out);
+  return json::parse(out);
+}
+
+TEST(MetricsJsonTest, ColumnsHoldEveryPointAndNullForMissingValues) {
+  std::vector<MetricPoint> points = Points(30);
+  json j = Columns(points, SeriesSet::All());
+  ASSERT_EQ(j["step"].size(), 30u);
+  EXPECT_EQ(j["step"][7], 7);
+  EXPECT_DOUBLE_EQ(j["train_loss"][7].get<double>(), *points[7].train_loss);
+  EXPECT_TRUE(j["val_loss"][7].is_null());
+  EXPECT_DOUBLE_EQ(j["val_loss"][25].get<double>(), *points[25].val_loss);
+  EXPECT_EQ(j["tokens"][3], 3 * 8192);
+}
+
+TEST(MetricsJsonTest, OnlyTheSelectedSeriesAndThePointsCarryingThem) {
+  std::vector<MetricPoint> points = Points(100);
+  json j = Columns(points, *SeriesSet::Parse("val_loss"));
+  EXPECT_FALSE(j.contains("train_loss"));
+  EXPECT_EQ(j["step"], json({0, 25, 50, 75}));
+}
+
+TEST(MetricsJsonTest, NonFiniteValuesAreNull) {
+  std::vector<MetricPoint> points = Points(2);
+  points[1].train_loss = std::numeric_limits<double>::quiet_NaN();
+  json j = Columns(points, SeriesSet::All());
+  EXPECT_TRUE(j["train_loss"][1].is_null());
+}
+
+TEST(MetricsJsonTest, DownsampledColumnsAgreeWithDownsampleMinMax) {
+  std::vector<MetricPoint> points = Points(3000, /*spike=*/1234);
+  SeriesSet series = *SeriesSet::Parse("train_loss,val_loss");
+  std::string fast;
+  AppendDownsampledColumns(points, 200, series, &fast);
+  std::vector<MetricPoint> reference = DownsampleMinMax(points, 200).value();
+  json expected = Columns(reference, series);
+  EXPECT_EQ(json::parse(fast), expected);
+  int train = 0;
+  bool spike = false;
+  for (const json& v : expected["train_loss"]) {
+    train += v.is_null() ? 0 : 1;
+    spike = spike || (!v.is_null() && v.get<double>() == 50.0);
+  }
+  EXPECT_LE(train, 200);
+  EXPECT_GT(train, 150);
+  EXPECT_TRUE(spike) << "the spike survives downsampling";
+}
+
+TEST(MetricsJsonTest, SeriesListErrorsNameTheUnknownSeries) {
+  absl::StatusOr<SeriesSet> bad = SeriesSet::Parse("train_loss,bogus");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'bogus'"), std::string::npos);
+}
+
+TEST(RequestParamsTest, IdsAndRangesAreCheckedWithTheOffendingText) {
+  EXPECT_EQ(ParseId("sweep id", "42").value(), 42);
+  for (const char* bad : {"0", "-3", "abc", "4x", ""}) {
+    absl::StatusOr<int64_t> id = ParseId("sweep id", bad);
+    ASSERT_FALSE(id.ok()) << bad;
+    EXPECT_NE(id.status().message().find(std::string("'") + bad + "'"), std::string::npos);
+  }
+  EXPECT_EQ(ParseIntParam("limit", "", 1, 10, 7).value(), 7);
+  EXPECT_FALSE(ParseIntParam("limit", "11", 1, 10, 7).ok());
+  EXPECT_EQ(ParseMaxPoints("").value(), kDefaultMaxPoints);
+  EXPECT_EQ(ParseMaxPoints("0").value(), kDefaultMaxPoints);
+  EXPECT_EQ(ParseMaxPoints("2").value(), 2);
+  EXPECT_FALSE(ParseMaxPoints("1").ok());
+  EXPECT_FALSE(ParseMaxPoints("999999").ok());
+  EXPECT_EQ(ParseRunStateParam("running").value(), RunState::kRunning);
+  EXPECT_FALSE(ParseRunStateParam("runing").ok());
+  EXPECT_FALSE(ParseSweepStateParam("assigned").ok()) << "a run state, not a sweep state";
+}
+
+TEST(HttpAuthTest, BearerHeaderOrCookie) {
+  EXPECT_TRUE(RequestAuthorized("", "", ""));
+  EXPECT_TRUE(RequestAuthorized("Bearer s3cret", "", "s3cret"));
+  EXPECT_TRUE(RequestAuthorized("bearer  s3cret ", "", "s3cret"));
+  EXPECT_FALSE(RequestAuthorized("Bearer s3cre", "", "s3cret"));
+  EXPECT_FALSE(RequestAuthorized("Basic s3cret", "", "s3cret"));
+  EXPECT_FALSE(RequestAuthorized("", "", "s3cret"));
+  std::string cookie = LoginCookie("s3cret; x");
+  std::string value = cookie.substr(0, cookie.find(';'));
+  EXPECT_EQ(value.find(' '), std::string::npos) << "the cookie value is encoded";
+  EXPECT_TRUE(RequestAuthorized("", "a=1; " + value + "; b=2", "s3cret; x"));
+  EXPECT_FALSE(RequestAuthorized("", "a=1; " + value, "s3cret"));
+  EXPECT_NE(LogoutCookie().find("Max-Age=0"), std::string::npos);
+}
+
+class StoreFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = Store::Open(":memory:").value();
+    testing::FixtureShape shape;
+    shape.running = 1;
+    sweep_ = testing::MakeFixtureSweep(*store_, "unit", shape).value();
+  }
+  const ablate::Run& running() const { return sweep_.runs.back(); }
+  ablate::Run Fresh(int64_t id) const { return store_->GetRun(id).value(); }
+
+  std::unique_ptr<Store> store_;
+  testing::FixtureSweep sweep_;
+  ChangeFeed feed_;
+};
+
+TEST_F(StoreFixture, CurveCacheMatchesTheStoreAndSeesNewPoints) {
+  CurveCache cache(store_.get(), 100000);
+  SeriesSet all = SeriesSet::All();
+  const ablate::Run run = Fresh(running().id);
+  auto parse = [](const std::string& s) { return json::parse(s); };
+  json cached = parse(cache.CurveJson(run, 50, all).value());
+  std::string direct;
+  AppendCurveJson(store_->GetMetrics(run.id, 50).value(), all, &direct);
+  EXPECT_EQ(cached, parse(direct));
+  EXPECT_EQ(cached["total_points"], 150);
+  ASSERT_TRUE(testing::AppendFixtureBatch(*store_, run, sweep_.attempts.back(), 3, 150, 10, 99,
+                                          testing::FixtureShape())
+                  .ok());
+  json grown = parse(cache.CurveJson(Fresh(run.id), 50, all).value());
+  EXPECT_EQ(grown["total_points"], 160);
+  std::string direct2;
+  AppendCurveJson(store_->GetMetrics(run.id, 50).value(), all, &direct2);
+  EXPECT_EQ(grown, parse(direct2));
+}
+
+TEST_F(StoreFixture, CurveCacheWithoutRoomStillAnswers) {
+  CurveCache cache(store_.get(), 10);  // less than one curve
+  for (const ablate::Run& r : sweep_.runs) {
+    json j = json::parse(cache.CurveJson(Fresh(r.id), 100, SeriesSet::All()).value());
+    EXPECT_EQ(j["run_id"], r.id);
+    EXPECT_GT(j["columns"]["step"].size(), 0u);
+  }
+}
+
+std::vector<std::string> Events(const std::vector<SseMessage>& messages, const std::string& kind) {
+  std::vector<std::string> out;
+  for (const SseMessage& m : messages) {
+    if (m.event == kind) out.push_back(m.data);
+  }
+  return out;
+}
+
+TEST_F(StoreFixture, LiveSweepStreamSendsStateThenOnlyChanges) {
+  ApiQueries queries(store_.get(), &feed_, {}, 1000);
+  LiveStream stream(&queries, {LiveScope::Kind::kSweep, sweep_.sweep_id, SeriesSet::All()});
+  std::vector<SseMessage> first = stream.Poll().value();
+  EXPECT_EQ(Events(first, "sweep").size(), 1u);
+  EXPECT_EQ(Events(first, "run").size(), sweep_.runs.size());
+  EXPECT_TRUE(Events(first, "points").empty()) << "stored points come from the metrics API";
+  EXPECT_FALSE(Events(first, "event").empty());
+  ASSERT_EQ(first.back().event, "ready");
+  EXPECT_TRUE(stream.Poll().value().empty()) << "nothing changed";
+
+  const ablate::Run run = running();
+  ASSERT_TRUE(testing::AppendFixtureBatch(*store_, run, sweep_.attempts.back(), 3, 150, 5, 77,
+                                          testing::FixtureShape())
+                  .ok());
+  std::vector<std::string> points = Events(stream.Poll().value(), "points");
+  ASSERT_EQ(points.size(), 1u);
+  json p = json::parse(points[0]);
+  EXPECT_EQ(p["run_id"], run.id);
+  EXPECT_EQ(p["reset"], false);
+  EXPECT_EQ(p["columns"]["step"], json({150, 151, 152, 153, 154}));
+}
+
+TEST_F(StoreFixture, LiveRunStreamAndUnknownIds) {
+  ApiQueries queries(store_.get(), &feed_, {}, 1000);
+  LiveStream run(&queries, {LiveScope::Kind::kRun, running().id, SeriesSet::All()});
+  std::vector<SseMessage> first = run.Poll().value();
+  ASSERT_EQ(Events(first, "run").size(), 1u);
+  EXPECT_TRUE(json::parse(Events(first, "run")[0]).contains("attempts"));
+  LiveStream missing(&queries, {LiveScope::Kind::kSweep, 999, SeriesSet::All()});
+  EXPECT_EQ(missing.Poll().status().code(), absl::StatusCode::kNotFound);
+  LiveStream workers(&queries, {LiveScope::Kind::kWorkers, 0, SeriesSet::All()});
+  std::vector<std::string> w = Events(workers.Poll().value(), "workers");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(json::parse(w[0])["workers"][0]["id"], "fixture-worker");
+}
+
+TEST(SseTest, MessageFormat) {
+  EXPECT_EQ(FormatSse({"run", "{\"a\":1}"}), "event: run\ndata: {\"a\":1}\n\n");
+}
+
+}  // namespace
+}  // namespace ablate
