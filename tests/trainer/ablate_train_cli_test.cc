@@ -100,12 +100,17 @@ TEST_F(AblateTrainCli, RejectsUnknownAndOutOfRangeKnobsBeforeAnyWork) {
   }
 }
 
-TEST_F(AblateTrainCli, CudaBackendSaysItIsNotBuilt) {
-  Child c = Spawn(Args({"--backend", "cuda"}));
+// Holds with and without a GPU: device 4095 exists on no machine, so the CUDA backend is
+// refused before any work, with exit 2 and a message naming CUDA (no device at all, or no such
+// device index).
+TEST_F(AblateTrainCli, CudaBackendRefusesADeviceThatDoesNotExist) {
+  Child c = Spawn(Args({"--backend", "cuda", "--gpus", "4095"}));
   std::vector<J> events;
   EXPECT_EQ(Wait(c, &events), 2);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_NE(events[0]["message"].get<std::string>().find("CUDA"), std::string::npos);
+  EXPECT_EQ(events[0]["event"], "error");
+  const std::string message = events[0]["message"].get<std::string>();
+  EXPECT_NE(message.find("CUDA"), std::string::npos) << message;
 }
 
 TEST_F(AblateTrainCli, SigtermCancelsAtAStepBoundary) {
