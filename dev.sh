@@ -17,6 +17,7 @@ PACKAGES=(
   libopenblas-dev libboost-dev libgtest-dev libcurl4-openssl-dev libssl-dev
   python3 python3-torch python3-numpy python3-scipy
   fortunes-min openssl
+  chromium
 )
 
 as_root() {
@@ -32,6 +33,25 @@ install_deps() {
     echo "dev.sh: installing ${missing[*]}" >&2
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# The dashboard's npm packages (uPlot, and playwright-core for the browser tests) in web/, from
+# the committed lockfile; skipped while node_modules matches it. Debian's npm only when there is
+# no npm at all (a newer node may already be installed).
+web_deps() {
+  if ! command -v npm >/dev/null; then
+    echo "dev.sh: installing npm" >&2
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm
+  fi
+  local stamp="$ROOT/web/node_modules/.ablate-lock.sha256"
+  local want
+  want=$(sha256sum "$ROOT/web/package-lock.json" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "dev.sh: npm ci in web/" >&2
+    (cd "$ROOT/web" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" > "$stamp"
   fi
 }
 
@@ -51,9 +71,9 @@ demo() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  demo) install_deps; build; demo "$@" ;;
-  test) install_deps; build; run_tests "$@" ;;
-  build) install_deps; build ;;
-  deps) install_deps ;;
+  demo) install_deps; web_deps; build; demo "$@" ;;
+  test) install_deps; web_deps; build; run_tests "$@" ;;
+  build) install_deps; web_deps; build ;;
+  deps) install_deps; web_deps ;;
   *) echo "usage: ./dev.sh demo|test|build|deps" >&2; exit 2 ;;
 esac

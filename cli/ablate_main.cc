@@ -88,6 +88,10 @@ int main(int argc, char** argv) {
   up->add_option("--gpus", up_opts.gpus, "GPUs the local worker uses: all, none or 0,1,...")
       ->capture_default_str();
   up->add_option("--lease-ms", up_opts.lease_ms, "worker lease")->capture_default_str();
+  CLI::Option* up_http = up->add_option(
+      "--http", up_opts.http,
+      "dashboard HOST:PORT (port 0 picks one; 'off' for none); when not given and 8080 is "
+      "taken, a free port is used")->capture_default_str();
   CLI::App* knobs = app.add_subcommand(
       "knobs", "list every trainer knob: type, default, range, meaning (no server needed)");
   std::string metric = "both", format, out_path = "-";
@@ -119,6 +123,7 @@ int main(int argc, char** argv) {
   if (presets->parsed()) return ablate::PresetsCommand(opts.json, preset, scale);
   if (knobs->parsed()) return ablate::KnobsCommand(opts.json);
   if (up->parsed()) {
+    up_opts.http_given = up_http->count() > 0;
     if (up_opts.data_dir.empty()) {
       const char* home = std::getenv("HOME");
       up_opts.data_dir = std::string(home ? home : ".") + "/.local/share/ablate";

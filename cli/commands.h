@@ -36,6 +36,9 @@ struct UpOptions {
   bool demo = false;  // submit the demo sweep, wait for it, print results, stop
   std::string gpus = "all";
   int64_t lease_ms = 10000;
+  // The dashboard's HOST:PORT ("off": none). When not given and 8080 is taken, the OS picks.
+  std::string http = "127.0.0.1:8080";
+  bool http_given = false;
 };
 // Runs a coordinator and a local worker until SIGINT/SIGTERM.
 int UpCommand(const UpOptions& options);

@@ -1,7 +1,10 @@
-// `ablate up`: the embedded default for one machine. Starts ablate-coordinator and one
-// ablate-worker as child processes (binaries next to `ablate`, or in the build tree beside it),
-// prints where they listen, and stops both on Ctrl-C or SIGTERM.
+// `ablate up`: the embedded default for one machine. Starts ablate-coordinator (with its web
+// dashboard) and one ablate-worker as child processes (binaries next to `ablate`, or in the build
+// tree beside it), prints where they listen, and stops both on Ctrl-C or SIGTERM.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,6 +62,33 @@ std::string WaitForPort(const std::string& port_file, pid_t coordinator) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return "";
+}
+
+// True when nothing listens on IPv4 `host`:`port` (a bind succeeds); true as well for hosts that
+// are not IPv4 literals, which the coordinator then tries itself.
+bool PortFree(const std::string& host, int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return true;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return true;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return free;
+}
+
+// The dashboard address to ask for: as given, or the default unless its port is taken, in which
+// case the OS picks one (the demo must not fail because 8080 is busy).
+std::string DashboardAddress(const UpOptions& o) {
+  if (o.http_given || o.http == "off") return o.http;
+  std::string host = o.http.substr(0, o.http.rfind(':'));
+  int port = std::atoi(o.http.substr(o.http.rfind(':') + 1).c_str());
+  if (port == 0 || PortFree(host, port)) return o.http;
+  std::cout << "ablate up: " << o.http << " is taken; the dashboard gets a free port" << std::endl;
+  return host + ":0";
 }
 
 // Stops both children: SIGTERM, then SIGKILL after `grace`.
@@ -160,14 +190,18 @@ int UpCommand(const UpOptions& o) {
   if (o.demo && !EnsureDemoDataset(dir + "/datasets")) return kExitFailure;
   int cpu_slots = o.cpu_slots > 0 ? o.cpu_slots : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string port_file = dir + "/coordinator.port";
+  std::string http_port_file = dir + "/dashboard.port";
   fs::remove(port_file);
+  fs::remove(http_port_file);
+  std::string http = DashboardAddress(o);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigprocmask(SIG_BLOCK, &set, nullptr);
   pid_t coord = Spawn({coordinator, "--listen", o.listen, "--data-dir", dir, "--port-file",
-                       port_file, "--lease-ms", std::to_string(o.lease_ms)},
+                       port_file, "--lease-ms", std::to_string(o.lease_ms), "--http", http,
+                       "--http-port-file", http_port_file},
                       dir + "/coordinator.log");
   std::string port = WaitForPort(port_file, coord);
   if (port.empty()) {
@@ -177,6 +211,13 @@ int UpCommand(const UpOptions& o) {
   }
   std::string host = o.listen.substr(0, o.listen.rfind(':'));
   std::string address = host + ":" + port;
+  std::string dashboard;
+  if (http != "off") {
+    std::string http_host = http.substr(0, http.rfind(':'));
+    if (http_host == "0.0.0.0" || http_host == "[::]") http_host = "127.0.0.1";
+    std::string http_port = WaitForPort(http_port_file, coord);
+    if (!http_port.empty()) dashboard = "http://" + http_host + ":" + http_port + "/";
+  }
   std::vector<std::string> wargv = {worker,      "--coordinator", address, "--work-dir",
                                     dir + "/worker", "--data-dir",  dir + "/datasets",
                                     "--cpu-slots", std::to_string(cpu_slots), "--gpus", o.gpus,
@@ -185,6 +226,7 @@ int UpCommand(const UpOptions& o) {
   pid_t work = Spawn(wargv, dir + "/worker.log");
   std::cout << "ablate up: coordinator on " << address << " (data " << dir
             << "), local worker with " << cpu_slots << " CPU slots, GPUs " << o.gpus << "\n"
+            << (dashboard.empty() ? "" : "  dashboard: " + dashboard + "\n")
             << "  export ABLATE_SERVER=" << address << "\n"
             << "  logs: " << dir << "/coordinator.log, " << dir << "/worker.log\n"
             << "  datasets: " << dir << "/datasets (one folder per dataset)\n"
