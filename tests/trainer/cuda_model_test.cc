@@ -127,6 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
         KnobCase{"doc_masking", {{"doc_masking", true}}},
         KnobCase{"skip_attn", {{"skip_attn_layers", {1, 2}}}},
         KnobCase{"embed_vocab", {{"embed_vocab_size", 90}}},
+        // An odd vocabulary: the head's logits and dlogits have odd leading dimensions.
+        KnobCase{"odd_vocab", {{"vocab_size", 97}}},
         KnobCase{"r20_stack",
                  {{"embed_shortcut", true},
                   {"unet_skips", true},
