@@ -1,16 +1,33 @@
 // The pages: static files of <web root>/static, uPlot from node_modules, and index.html for
 // every page path, which app.js then renders (no build step, no CDN: everything comes from here).
+// Files go out uncompressed through a content provider: httplib would otherwise brotli-compress
+// each one at its highest level for browsers, which costs more than a page load (NOTES.md).
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "server/http/http_routes.h"
 
 namespace ablate {
 namespace {
 
+namespace fs = std::filesystem;
+
 // Page paths that index.html renders.
 constexpr char kPagePattern[] = R"(/(sweeps(/[^/]+)?|runs/[^/]+|workers|records|login)/?)";
+
+const char* MimeOf(const fs::path& file) {
+  const std::string ext = file.extension().string();
+  if (ext == ".js" || ext == ".mjs") return "text/javascript";
+  if (ext == ".css") return "text/css";
+  if (ext == ".html") return "text/html; charset=utf-8";
+  if (ext == ".svg") return "image/svg+xml";
+  if (ext == ".png") return "image/png";
+  if (ext == ".json" || ext == ".map") return "application/json";
+  return "application/octet-stream";
+}
 
 bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -19,6 +36,35 @@ bool ReadFile(const std::string& path, std::string* out) {
   ss << in.rdbuf();
   *out = ss.str();
   return true;
+}
+
+void SendFile(const fs::path& file, httplib::Response& res) {
+  auto body = std::make_shared<std::string>();
+  if (!ReadFile(file.string(), body.get())) {
+    res.status = 404;
+    return;  // the error handler answers
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_content_provider(body->size(), MimeOf(file),
+                           [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                             return sink.write(body->data() + offset, length);
+                           });
+}
+
+// GET `pattern`, whose first group is a path inside `dir`; only files inside it are served (no
+// "..", no links out of it).
+void ServeFolder(httplib::Server& http, const std::string& pattern, const fs::path& dir) {
+  http.Get(pattern, [dir](const httplib::Request& req, httplib::Response& res) {
+    std::error_code ec;
+    fs::path root = fs::weakly_canonical(dir, ec);
+    fs::path file = fs::weakly_canonical(dir / req.matches[1].str(), ec);
+    const std::string inside = root.string() + "/";
+    if (ec || !absl::StartsWith(file.string(), inside) || !fs::is_regular_file(file, ec)) {
+      res.status = 404;
+      return;
+    }
+    SendFile(file, res);
+  });
 }
 
 }  // namespace
@@ -35,21 +81,14 @@ void AddPageRoutes(httplib::Server& http, const RouteContext& ctx) {
     });
     return;
   }
-  httplib::Headers no_cache = {{"Cache-Control", "no-cache"}};
-  http.set_mount_point("/vendor/uplot", root + "/node_modules/uplot/dist", no_cache);
-  http.set_mount_point("/", root + "/static", no_cache);
-  http.set_file_extension_and_mimetype_mapping("js", "text/javascript");
-  http.set_file_extension_and_mimetype_mapping("mjs", "text/javascript");
+  ServeFolder(http, "/vendor/uplot/(.+)", fs::path(root) / "node_modules/uplot/dist");
+  ServeFolder(http, "/((?:js|css)/.+)", fs::path(root) / "static");
+  http.Get("/favicon.svg", [root](const httplib::Request&, httplib::Response& res) {
+    SendFile(fs::path(root) / "static/favicon.svg", res);
+  });
   const std::string index = root + "/static/index.html";
-  http.Get(kPagePattern, [index](const httplib::Request&, httplib::Response& res) {
-    std::string html;
-    if (!ReadFile(index, &html)) {
-      res.status = 500;
-      res.set_content("cannot read " + index + "\n", "text/plain");
-      return;
-    }
-    res.set_header("Cache-Control", "no-cache");
-    res.set_content(html, "text/html; charset=utf-8");
+  http.Get(std::string(kPagePattern) + "|/", [index](const httplib::Request&, httplib::Response& res) {
+    SendFile(index, res);
   });
 }
 

@@ -30,6 +30,14 @@ gpus_per_run: 0
 dataset: debian-text
 `;
 
+// Needs a dataset no worker has: its run stays queued, with the reason shown.
+const STUCK = `name: web-stuck
+baseline: {preset: r9-shortcuts, scale: tiny}
+seeds: 1
+gpus_per_run: 0
+dataset: nowhere-data
+`;
+
 const s = {};
 
 before(async () => {
@@ -39,6 +47,7 @@ before(async () => {
   s.worker = startWorker(s.dir, s.coord.grpc, datasets, 2);
   s.long = submit(s.coord.grpc, s.dir, 'long', LONG);
   s.quick = submit(s.coord.grpc, s.dir, 'quick', QUICK);
+  s.stuck = submit(s.coord.grpc, s.dir, 'stuck', STUCK);
   s.browser = await launchChromium();
   s.context = await s.browser.newContext({viewport: {width: 1400, height: 1000}});
   s.watch = watchErrors(s.context);
@@ -64,12 +73,12 @@ function noErrors() {
   assert.deepEqual(s.watch.errors, [], 'console or page errors');
 }
 
-test('the sweeps page lists both sweeps and links to them', async () => {
+test('the sweeps page lists the sweeps and links to them', async () => {
   const {page, coord} = s;
   await page.goto(`${coord.url}/`);
   await page.waitForSelector(`#sweeps tr[data-sweep="${s.quick.sweep.id}"]`);
   const names = await page.$$eval('#sweeps tbody tr td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
-  assert.deepEqual(names.sort(), ['web-long', 'web-quick']);
+  assert.deepEqual(names.sort(), ['web-long', 'web-quick', 'web-stuck']);
   const tags = await page.textContent(`#sweeps tr[data-sweep="${s.quick.sweep.id}"]`);
   assert.match(tags, /quick/);
   await shot('sweeps');
@@ -97,6 +106,10 @@ test('the sweep page overlays one series per variant and finishes live', async (
   assert.deepEqual(rows, variants);
   const diff = await page.textContent('#variant-table tr[data-variant="softcap-15"]');
   assert.match(diff, /logit_softcap: 30 → 15/);
+  const verdicts = await page.$$eval('#compare-table tbody tr', (trs) =>
+    trs.map((tr) => [tr.dataset.variant, tr.querySelector('.verdict').textContent]));
+  assert.deepEqual(verdicts.map((v) => v[0]), variants);
+  assert.equal(verdicts[0][1], 'baseline');
   await page.check('#log-y');
   await page.selectOption('#x-axis', 'time');
   await page.waitForFunction(() => document.querySelector('#chart-train').uplot.scales.y.distr === 3);
@@ -140,6 +153,28 @@ test('a run of an ablation shows its config diff against the baseline', async ()
   assert.match(await page.textContent('#attempts'), /succeeded/);
   assert.ok((await page.textContent('#stderr-tail')).length > 0, 'stderr tail shown');
   await shot('run');
+  noErrors();
+});
+
+test('a sweep with queued runs says why they wait', async () => {
+  const {page, coord} = s;
+  await page.goto(`${coord.url}/sweeps/${s.stuck.sweep.id}`);
+  await page.waitForSelector('#app[data-ready="1"]');
+  const reasons = await waitFor('waiting reasons', () => page.$('#waiting-reasons'), 15000, 200);
+  assert.match(await reasons.textContent(), /nowhere-data/);
+  await shot('sweep-waiting');
+  noErrors();
+});
+
+test('the records page shows the published records and the table', async () => {
+  const {page, coord} = s;
+  await page.goto(`${coord.url}/records`);
+  await page.waitForSelector('#records tbody tr');
+  const rows = await page.$$eval('#records tbody tr', (trs) => trs.length);
+  assert.ok(rows >= 5, `${rows} records`);
+  const points = await page.$eval('#chart-records', (el) => el.uplot.data[1].filter((y) => y !== null).length);
+  assert.equal(points, rows, 'one point per record');
+  await shot('records');
   noErrors();
 });
 

@@ -157,8 +157,9 @@ function targetPlugin(getTarget) {
   }]}};
 }
 
-// A uPlot chart in `el` (replacing what it had). spec: {title, xLabel, yLabel, logY, series:
-// [{label, color, dash?}], data: [x, ...ys], bands: [{lo, hi, color}], target}.
+// A uPlot chart in `el` (replacing what it had). spec: {title, xLabel, yLabel, logY, xTime
+// (x in Unix seconds, shown as dates), series: [{label, color, width?, dash?, pointsOnly?}],
+// data: [x, ...ys], bands: [{lo, hi, color}], target}.
 export function drawChart(el, spec) {
   el.replaceChildren();
   const width = Math.max(320, el.clientWidth || 640);
@@ -166,11 +167,12 @@ export function drawChart(el, spec) {
     title: spec.title,
     width,
     height: spec.height ?? 320,
-    scales: {x: {time: false}, y: {distr: spec.logY ? 3 : 1}},
+    scales: {x: {time: !!spec.xTime}, y: {distr: spec.logY ? 3 : 1}},
     axes: [{label: spec.xLabel}, {label: spec.yLabel, size: 60}],
     series: [{label: spec.xLabel}, ...spec.series.map((s) => ({
-      label: s.label, stroke: s.color, width: s.width ?? 1.5, spanGaps: true,
-      dash: s.dash, points: {show: false}}))],
+      label: s.label, stroke: s.color, width: s.pointsOnly ? 0 : (s.width ?? 1.5),
+      spanGaps: !s.pointsOnly, dash: s.dash,
+      points: s.pointsOnly ? {show: true, size: 8, fill: s.color} : {show: false}}))],
     legend: {live: true},
     plugins: [bandsPlugin(() => spec.bands ?? []), targetPlugin(() => spec.target)],
   };

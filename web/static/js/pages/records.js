@@ -4,23 +4,20 @@ import {getJsonOrNull} from '../api.js';
 import {drawChart, followWidth} from '../chart.js';
 import {fill, fmtDuration, fmtLoss, h} from '../dom.js';
 
-const DAY_MS = 86400000;
-
 function chartOf(rows, el) {
   const dated = rows.filter((r) => r.record?.date).map((r) => ({
-    day: Date.parse(r.record.date) / DAY_MS, published: r.record.record_time_ms / 60000,
+    at: Date.parse(r.record.date) / 1000, published: r.record.record_time_ms / 60000,
     own: (r.own_runs ?? []).filter((o) => o.mean_time_to_target_ms !== undefined)
       .map((o) => o.mean_time_to_target_ms / 60000)}));
-  dated.sort((a, b) => a.day - b.day);
-  const x = dated.map((d) => d.day);
+  dated.sort((a, b) => a.at - b.at);
+  const x = dated.map((d) => d.at);
   const published = dated.map((d) => d.published);
   const own = dated.map((d) => (d.own.length ? Math.min(...d.own) : null));
-  drawChart(el, {title: 'record time', xLabel: 'date (days since 1970)', yLabel: 'minutes',
-    logY: true, series: [{label: 'published', color: '#1f77b4'},
-      {label: 'own runs (best mean)', color: '#d62728', width: 0}],
+  drawChart(el, {title: 'record time (published) and this cluster\'s runs of the presets',
+    xLabel: 'date', yLabel: 'minutes', logY: true, xTime: true,
+    series: [{label: 'published', color: '#1f77b4'},
+      {label: 'own runs (best mean time to target)', color: '#d62728', pointsOnly: true}],
     data: [x, published, own]});
-  // Own runs as points only.
-  el.uplot?.series[2] && el.uplot.setSeries(2, {show: own.some((v) => v !== null)});
 }
 
 function ownCell(list) {
