@@ -3,6 +3,7 @@
 #include "worker/worker_client.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 namespace ablate::worker {
@@ -124,6 +125,10 @@ bool WorkerClient::Session() {
 bool WorkerClient::Greet(Stream& stream, v1::Welcome* welcome) {
   v1::WorkerMessage hello;
   *hello.mutable_hello() = options_.make_hello();
+  {
+    absl::MutexLock lock(&write_mu_);
+    advertised_.assign(hello.hello().datasets().begin(), hello.hello().datasets().end());
+  }
   if (!stream.Write(hello)) return false;
   v1::CoordinatorMessage reply;
   if (!stream.Read(&reply)) return false;
@@ -161,10 +166,28 @@ void WorkerClient::Dispatch(const v1::CoordinatorMessage& m) {
 }
 
 void WorkerClient::Heartbeats(uint64_t generation, std::chrono::milliseconds period) {
+  auto next_scan = std::chrono::steady_clock::now() + options_.dataset_rescan;
   while (true) {
     v1::WorkerMessage beat;
     beat.mutable_heartbeat()->set_time_ms(WallMs());
+    std::optional<std::vector<std::string>> changed;
+    if (options_.list_datasets && std::chrono::steady_clock::now() >= next_scan) {
+      next_scan = std::chrono::steady_clock::now() + options_.dataset_rescan;
+      std::vector<std::string> now = options_.list_datasets();
+      absl::MutexLock lock(&write_mu_);
+      if (now != advertised_) changed = std::move(now);
+    }
+    if (changed) {
+      for (const std::string& d : *changed) beat.mutable_heartbeat()->mutable_datasets()->add_names(d);
+    }
     if (!Send(beat, generation)) return;
+    if (changed) {
+      std::string names;
+      for (const std::string& d : *changed) names += (names.empty() ? "" : ", ") + d;
+      LogLine("datasets changed; now advertising: " + (names.empty() ? "none" : names));
+      absl::MutexLock lock(&write_mu_);
+      advertised_ = std::move(*changed);
+    }
     absl::MutexLock lock(&write_mu_);
     auto gone = [this, generation]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) {
       return generation_ != generation;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "ablate/v1/worker.grpc.pb.h"
 #include "absl/base/thread_annotations.h"
@@ -28,6 +29,11 @@ struct WorkerClientOptions {
   std::function<v1::Hello()> make_hello;
   // Heartbeat period; 0 uses Welcome.heartbeat_interval_ms (1000 when that is 0 too).
   int64_t heartbeat_ms = 0;
+  // The valid datasets now, sorted (the same list make_hello puts in the Hello). When set, it is
+  // called at most once per dataset_rescan, and a change rides on the next heartbeat, so a fetch
+  // that finishes while connected is scheduled on without a reconnect.
+  std::function<std::vector<std::string>()> list_datasets;
+  std::chrono::milliseconds dataset_rescan{10000};
   std::chrono::milliseconds backoff_initial{100};
   std::chrono::milliseconds backoff_max{10000};
 };
@@ -68,6 +74,8 @@ class WorkerClient : public MessageSink {
   Stream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;
   uint64_t generation_ ABSL_GUARDED_BY(write_mu_) = 0;  // 0: no usable stream
   uint64_t last_generation_ ABSL_GUARDED_BY(write_mu_) = 0;
+  // Datasets the coordinator last heard of on this connection (Hello, then heartbeats).
+  std::vector<std::string> advertised_ ABSL_GUARDED_BY(write_mu_);
 };
 
 }  // namespace ablate::worker

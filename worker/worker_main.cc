@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -24,6 +26,7 @@ struct Flags {
   int cpu_slots = 1;
   int64_t heartbeat_ms = 0;
   int64_t grace_ms = 10000;
+  int64_t dataset_rescan_ms = 10000;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -43,7 +46,33 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--grace-ms", f.grace_ms, "SIGTERM-to-SIGKILL grace for children at shutdown")
       ->check(CLI::NonNegativeNumber)->default_val(10000);
+  app.add_option("--dataset-rescan-ms", f.dataset_rescan_ms,
+                 "re-check the data dir this often; a change is sent to the coordinator")
+      ->check(CLI::PositiveNumber)->default_val(10000);
 }
+
+// The valid datasets under data_dir. Each reason a dataset is left out is logged when it first
+// appears, not again on every rescan.
+class DatasetLister {
+ public:
+  explicit DatasetLister(std::string data_dir) : data_dir_(std::move(data_dir)) {}
+  std::vector<std::string> operator()() {
+    std::set<std::string> lines;
+    std::vector<std::string> names =
+        ListDatasets(data_dir_, [&](std::string_view line) { lines.emplace(line); });
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& line : lines) {
+      if (!logged_.count(line)) LogLine(line);
+    }
+    logged_ = std::move(lines);
+    return names;
+  }
+
+ private:
+  const std::string data_dir_;
+  std::mutex mu_;
+  std::set<std::string> logged_;
+};
 
 std::string HostName() {
   char buf[256] = {};
@@ -122,6 +151,9 @@ int main(int argc, char** argv) {
     client_options.tls_ca_pem.assign(std::istreambuf_iterator<char>(ca), {});
   }
   client_options.heartbeat_ms = f.heartbeat_ms;
+  DatasetLister datasets(f.data_dir);
+  client_options.list_datasets = [&datasets] { return datasets(); };
+  client_options.dataset_rescan = std::chrono::milliseconds(f.dataset_rescan_ms);
   client_options.make_hello = [&] {
     ablate::v1::Hello hello;
     hello.set_worker_id(id);
@@ -129,7 +161,7 @@ int main(int argc, char** argv) {
     for (const auto& g : *gpus) *hello.add_gpus() = g;
     hello.set_cpu_slots(f.cpu_slots);
     hello.set_trainer_version(version);
-    for (const std::string& d : ListDatasets(f.data_dir, LogLine)) hello.add_datasets(d);
+    for (const std::string& d : datasets()) hello.add_datasets(d);
     for (const auto& h : core_ptr->Held()) *hello.add_running() = h;
     return hello;
   };

@@ -1,6 +1,7 @@
 // Worker sessions, leases and the scheduling loop.
 #include "server/dispatch/dispatcher.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -191,6 +192,26 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id) {
     }
   }
   if (persist) (void)store_->TouchWorker(worker_id, now);
+}
+
+void Dispatcher::OnDatasets(const std::string& worker_id, std::vector<std::string> datasets) {
+  std::sort(datasets.begin(), datasets.end());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(worker_id);
+    if (it == workers_.end()) return;
+    it->second.datasets = datasets;
+  }
+  absl::StatusOr<Worker> record = store_->GetWorker(worker_id);
+  if (record.ok()) {
+    record->datasets = std::move(datasets);
+    if (absl::Status s = store_->UpsertWorker(*record); !s.ok()) {
+      std::cerr << "coordinator: storing the datasets of worker " << worker_id
+                << " failed: " << s << std::endl;
+    }
+  }
+  feed_->Notify();
+  Kick();
 }
 
 std::optional<int64_t> Dispatcher::RunOfAttempt(const std::string& worker_id,

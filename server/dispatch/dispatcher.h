@@ -66,6 +66,8 @@ class Dispatcher {
   void Unregister(const std::string& worker_id, const WorkerSession* session);
 
   void OnHeartbeat(const std::string& worker_id);
+  // The worker's valid datasets changed mid-connection: stored, and scheduling uses the new list.
+  void OnDatasets(const std::string& worker_id, std::vector<std::string> datasets);
   void OnRunStarted(const std::string& worker_id, const v1::RunStarted& msg);
   // Commits a metric batch; the reply is an Ack, plus a Cancel when the attempt is stale.
   std::vector<v1::CoordinatorMessage> OnMetrics(const std::string& worker_id,

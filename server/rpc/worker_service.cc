@@ -54,7 +54,13 @@ grpc::Status WorkerServiceImpl::Connect(
   while (stream->Read(&msg)) {
     std::vector<v1::CoordinatorMessage> replies;
     switch (msg.msg_case()) {
-      case v1::WorkerMessage::kHeartbeat: dispatcher_->OnHeartbeat(worker_id); break;
+      case v1::WorkerMessage::kHeartbeat:
+        dispatcher_->OnHeartbeat(worker_id);
+        if (msg.heartbeat().has_datasets()) {
+          const auto& names = msg.heartbeat().datasets().names();
+          dispatcher_->OnDatasets(worker_id, {names.begin(), names.end()});
+        }
+        break;
       case v1::WorkerMessage::kRunStarted:
         dispatcher_->OnRunStarted(worker_id, msg.run_started());
         break;

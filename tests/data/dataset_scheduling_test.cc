@@ -75,7 +75,7 @@ class DatasetSchedulingTest : public ::testing::Test {
         std::vector<std::string>{ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir",
                                  Root() + "/work-" + name, "--data-dir", data_dir, "--cpu-slots",
                                  "2", "--gpus", "none", "--name", name, "--trainer",
-                                 ABLATE_TRAIN_BIN},
+                                 ABLATE_TRAIN_BIN, "--dataset-rescan-ms", "200"},
         Root());
   }
 
@@ -159,6 +159,39 @@ gpus_per_run: 0
   }, 120s);
   EXPECT_EQ(done["waiting_reasons"], json::array()) << done.dump();
   EXPECT_EQ(CliJson({"sweep", "1"})["counts"]["queued"], 2);
+}
+
+// A dataset that becomes valid while the worker is connected (here: its missing shard comes
+// back, as when a fetch finishes) is advertised on a heartbeat, and the waiting sweep runs on it
+// with no worker restart.
+TEST_F(DatasetSchedulingTest, ADatasetThatAppearsMidConnectionIsScheduledOn) {
+  WaitFor({"workers"}, [](const json& j) { return j["workers"].size() == 2; });
+  Submit(R"(name: needs-fineweb
+baseline: {preset: r9-shortcuts, scale: tiny, set: {num_iterations: 4, val_every: 4}}
+dataset: fineweb10B
+seeds: 2
+gpus_per_run: 0
+)");
+  WaitFor({"sweep", "1"}, [](const json& j) {
+    return j.contains("waiting_reasons") && !j["waiting_reasons"].empty();
+  });
+  fs::copy_file(Root() + "/with/debian-text/train_000000.bin",
+                Root() + "/with/fineweb10B/train_000000.bin");
+  json workers = WaitFor({"workers"}, [](const json& j) {
+    for (const json& w : j["workers"]) {
+      if (w["id"] == "with-data") return w["datasets"].size() == 2;
+    }
+    return false;
+  });
+  json done = WaitFor({"sweep", "1"}, [](const json& j) {
+    return j["counts"].value("succeeded", 0) == 2;
+  }, 120s);
+  EXPECT_EQ(done["waiting_reasons"], json::array()) << done.dump();
+  json runs = CliJson({"runs", "--sweep", "1"});
+  for (const json& r : runs["runs"]) EXPECT_EQ(r["worker_id"], "with-data") << r.dump();
+  EXPECT_NE(with_->Stderr().find("datasets changed; now advertising: debian-text, fineweb10B"),
+            std::string::npos)
+      << with_->Stderr();
 }
 
 }  // namespace
