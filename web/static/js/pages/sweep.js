@@ -192,8 +192,12 @@ function tableOf(headers, rows, id) {
 }
 
 function drawCharts(page) {
-  drawChart(page.el.train, chartSpec(page, 'train_loss', 'train loss'));
-  drawChart(page.el.val, chartSpec(page, 'val_loss', 'val loss'));
+  for (const [el, metric, title] of [[page.el.train, 'train_loss', 'train loss'],
+    [page.el.val, 'val_loss', 'val loss']]) {
+    const spec = chartSpec(page, metric, title);
+    if (spec.data[0].length) drawChart(el, spec);
+    else fill(el, h('p', {class: 'muted'}, `${title}: no points yet`));
+  }
   page.el.train.closest('section').dataset.points = String(
     [...page.curves.values()].reduce((n, c) => n + c.step.length, 0));
 }
