@@ -123,8 +123,7 @@ bool TimeOverlay(Setup& setup, size_t cache_points, int max_points, int iteratio
   httplib::Client client("127.0.0.1", (*server)->port());
   client.set_keep_alive(true);
   std::string path = "/api/sweeps/" + std::to_string(setup.sweep.sweep_id) +
-                     "/metrics?series=train_loss,val_loss&max_points=" +
-                     std::to_string(max_points);
+                     "/metrics?series=train_loss,val_loss&max_points=" + std::to_string(max_points);
   std::string body;
   auto get = [&] {
     httplib::Result res = client.Get(path);
@@ -170,10 +169,10 @@ int Main(int argc, char** argv) {
   live_shape.running = shape.variants * shape.seeds;
   Setup live;
   if (!Populate(live_shape, "live", &live)) return 1;
-  std::printf("%d runs x %lld steps, overlay = train+val loss of every run, <= %d points per "
-              "series, %d iterations\n",
-              shape.variants * shape.seeds, static_cast<long long>(shape.steps), max_points,
-              iterations);
+  std::printf(
+      "%d runs x %lld steps, overlay = train+val loss of every run, <= %d points per "
+      "series, %d iterations\n",
+      shape.variants * shape.seeds, static_cast<long long>(shape.steps), max_points, iterations);
 
   // ABLATE_BENCH_ONLY=warm|uncached|live runs one case (for profiling); the others print zeros.
   const char* only_env = std::getenv("ABLATE_BENCH_ONLY");
@@ -222,7 +221,8 @@ int Main(int argc, char** argv) {
   std::printf("ratio to raw (p99): warm %.2fx, no cache %.2fx, live %.2fx\n",
               warm.overlay.p99 / raw.p99, uncached.overlay.p99 / raw.p99,
               growing.overlay.p99 / raw.p99);
-  std::printf("target p99 < 50 ms (warm / live): %s / %s\n", warm.overlay.p99 < 50 ? "met" : "MISSED",
+  std::printf("target p99 < 50 ms (warm / live): %s / %s\n",
+              warm.overlay.p99 < 50 ? "met" : "MISSED",
               growing.overlay.p99 < 50 ? "met" : "MISSED");
   done.store.reset();
   live.store.reset();

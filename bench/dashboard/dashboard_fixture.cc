@@ -9,7 +9,8 @@
 #include "tests/http/sweep_fixture.h"
 
 int main(int argc, char** argv) {
-  if (argc < 2) return std::fprintf(stderr, "usage: dashboard_fixture DATA_DIR [runs] [steps]\n"), 2;
+  if (argc < 2)
+    return std::fprintf(stderr, "usage: dashboard_fixture DATA_DIR [runs] [steps]\n"), 2;
   const std::string dir = argv[1];
   const int runs = argc > 2 ? std::atoi(argv[2]) : 50;
   const int steps = argc > 3 ? std::atoi(argv[3]) : 3000;

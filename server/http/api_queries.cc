@@ -18,7 +18,8 @@ absl::StatusOr<Resp> ApiQueries::Call(Handler<Req, Resp> handler, const Req& req
   grpc::ServerContext context;  // carries no metadata; no_token_ requires none
   Resp resp;
   grpc::Status s = (service_.*handler)(&context, &req, &resp);
-  if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  if (!s.ok())
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
   return resp;
 }
 
@@ -66,8 +67,8 @@ absl::StatusOr<std::string> ApiQueries::SweepCurvesJson(int64_t sweep_id, int ma
   filter.sweep_id = sweep_id;
   absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
   if (!runs.ok()) return runs.status();
-  std::string out = absl::StrCat("{\"sweep_id\":", sweep_id, ",\"max_points\":", max_points,
-                                 ",\"runs\":[");
+  std::string out =
+      absl::StrCat("{\"sweep_id\":", sweep_id, ",\"max_points\":", max_points, ",\"runs\":[");
   bool first = true;
   for (const Run& run : *runs) {
     if (run.current_attempt_id == 0 && run.started_ms == 0) continue;  // never ran

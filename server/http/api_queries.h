@@ -37,16 +37,15 @@ class ApiQueries {
 
   // The run's curve as JSON (metrics_json.h), downsampled to `max_points` (>= 2) per series as
   // Store::GetMetrics does, through the curve cache.
-  absl::StatusOr<std::string> RunCurveJson(int64_t run_id, int max_points,
-                                           const SeriesSet& series);
+  absl::StatusOr<std::string> RunCurveJson(int64_t run_id, int max_points, const SeriesSet& series);
   // {"sweep_id":N,"max_points":N,"runs":[curve...]}: every run of the sweep that has had an
   // attempt, in run id order.
   absl::StatusOr<std::string> SweepCurvesJson(int64_t sweep_id, int max_points,
                                               const SeriesSet& series);
   // Events with id > after_id, oldest first (Store::ListEvents); NOT_FOUND for an unknown sweep or
   // run (0 = any).
-  absl::StatusOr<std::vector<Event>> ListEvents(int64_t sweep_id, int64_t run_id,
-                                                int64_t after_id, int limit) const;
+  absl::StatusOr<std::vector<Event>> ListEvents(int64_t sweep_id, int64_t run_id, int64_t after_id,
+                                                int limit) const;
 
   Store* store() const { return store_; }
 

@@ -29,8 +29,7 @@ absl::Status ParsePage(const httplib::Request& req, int64_t default_limit, Req* 
   absl::StatusOr<int64_t> limit =
       ParseIntParam("limit", Param(req, "limit"), 1, kMaxListLimit, default_limit);
   if (!limit.ok()) return limit.status();
-  absl::StatusOr<int64_t> offset =
-      ParseIntParam("offset", Param(req, "offset"), 0, INT32_MAX, 0);
+  absl::StatusOr<int64_t> offset = ParseIntParam("offset", Param(req, "offset"), 0, INT32_MAX, 0);
   if (!offset.ok()) return offset.status();
   out->set_limit(static_cast<int32_t>(*limit));
   out->set_offset(static_cast<int32_t>(*offset));
@@ -190,10 +189,11 @@ void AddApiRoutes(httplib::Server& http, const RouteContext& ctx) {
   ApiQueries& q = *ctx.queries;
   AddAuthRoutes(http, ctx);
   GetPlain(http, "/api/sweeps", [&q](const httplib::Request& req) { return ListSweeps(q, req); });
-  GetById(http, R"(/api/sweeps/([^/]+))", "sweep id", [&q](const httplib::Request& req, int64_t id) {
-    if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
-    return AsJson(q.GetSweep(id));
-  });
+  GetById(http, R"(/api/sweeps/([^/]+))", "sweep id",
+          [&q](const httplib::Request& req, int64_t id) {
+            if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
+            return AsJson(q.GetSweep(id));
+          });
   GetById(http, R"(/api/sweeps/([^/]+)/runs)", "sweep id",
           [&q](const httplib::Request& req, int64_t id) { return ListRuns(q, req, id); });
   GetById(http, R"(/api/sweeps/([^/]+)/metrics)", "sweep id",
@@ -247,10 +247,12 @@ absl::Status CheckParams(const httplib::Request& req,
     for (std::string_view a : allowed) known = known || a == name;
     if (known) continue;
     std::string valid;
-    for (std::string_view a : allowed) absl::StrAppend(&valid, valid.empty() ? "" : ", ", ToAbsl(a));
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown query parameter '", name, "'",
-        valid.empty() ? "; this endpoint takes none" : absl::StrCat("; this endpoint takes: ", valid)));
+    for (std::string_view a : allowed)
+      absl::StrAppend(&valid, valid.empty() ? "" : ", ", ToAbsl(a));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown query parameter '", name, "'",
+                     valid.empty() ? "; this endpoint takes none"
+                                   : absl::StrCat("; this endpoint takes: ", valid)));
   }
   return absl::OkStatus();
 }

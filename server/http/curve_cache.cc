@@ -14,8 +14,8 @@ struct CurveCache::Entry {
   bool terminal = false;            // guarded by mu; the run had finished when last read
   std::vector<MetricPoint> points;  // guarded by mu; every stored point, step order
   std::map<std::pair<int, unsigned>, std::string> json;  // guarded by mu; (max_points, series)
-  std::list<int64_t>::iterator lru;  // guarded by the cache's mu_
-  size_t counted = 0;                // guarded by the cache's mu_: points in points_held_
+  std::list<int64_t>::iterator lru;                      // guarded by the cache's mu_
+  size_t counted = 0;  // guarded by the cache's mu_: points in points_held_
 };
 
 namespace {
@@ -73,14 +73,15 @@ absl::StatusOr<std::string> CurveCache::CurveJson(const Run& run, int max_points
   size_t held = 0;
   {
     std::lock_guard<std::mutex> lock(entry->mu);
-    absl::Status s = Update(*store_, run, &entry->points, &entry->attempt_id, &entry->terminal,
-                            &entry->json);
+    absl::Status s =
+        Update(*store_, run, &entry->points, &entry->attempt_id, &entry->terminal, &entry->json);
     if (!s.ok()) return s;
     auto key = std::make_pair(max_points, series.Bits());
     auto it = entry->json.find(key);
     if (it == entry->json.end()) {
       if (entry->json.size() >= kMaxRenderingsPerRun) entry->json.clear();
-      it = entry->json.emplace(key, Render(run, entry->attempt_id, entry->points, max_points, series))
+      it = entry->json
+               .emplace(key, Render(run, entry->attempt_id, entry->points, max_points, series))
                .first;
     }
     out = it->second;

@@ -4,8 +4,8 @@
 
 #include <httplib.h>
 
-#include <chrono>
 #include <charconv>
+#include <chrono>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -63,9 +63,8 @@ void InstallChecks(httplib::Server& http, const DashboardOptions& options) {
       res.set_header("X-Ablate-Now-Ms", std::to_string(NowMs()));
       res.set_header("Cache-Control", "no-store");
     }
-    if (!NeedsToken(req.path) ||
-        RequestAuthorized(req.get_header_value("Authorization"), req.get_header_value("Cookie"),
-                          token)) {
+    if (!NeedsToken(req.path) || RequestAuthorized(req.get_header_value("Authorization"),
+                                                   req.get_header_value("Cookie"), token)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     ReplyJson(res, absl::UnauthenticatedError(
@@ -105,8 +104,8 @@ DashboardServer::DashboardServer(DashboardOptions options, Store* store, ChangeF
                                  ServiceHooks hooks)
     : options_(std::move(options)),
       feed_(feed),
-      queries_(std::make_unique<ApiQueries>(store, feed, std::move(hooks),
-                                            options_.curve_cache_points)),
+      queries_(
+          std::make_unique<ApiQueries>(store, feed, std::move(hooks), options_.curve_cache_points)),
       http_(std::make_unique<httplib::Server>()) {}
 
 absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(DashboardOptions options,

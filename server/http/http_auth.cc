@@ -52,8 +52,7 @@ std::optional<std::string_view> BearerToken(std::string_view authorization) {
   return Trim(authorization.substr(kScheme.size()));
 }
 
-std::optional<std::string_view> CookieValue(std::string_view cookie_header,
-                                            std::string_view name) {
+std::optional<std::string_view> CookieValue(std::string_view cookie_header, std::string_view name) {
   while (!cookie_header.empty()) {
     size_t semi = cookie_header.find(';');
     std::string_view part = Trim(cookie_header.substr(0, semi));

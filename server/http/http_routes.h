@@ -37,7 +37,8 @@ void AddPageRoutes(httplib::Server& http, const RouteContext& ctx);
 void ReplyJson(httplib::Response& res, const absl::StatusOr<std::string>& body);
 
 // INVALID_ARGUMENT naming the first query parameter of `req` that is not in `allowed`.
-absl::Status CheckParams(const httplib::Request& req, std::initializer_list<std::string_view> allowed);
+absl::Status CheckParams(const httplib::Request& req,
+                         std::initializer_list<std::string_view> allowed);
 
 // The parameter's value, "" when absent.
 std::string Param(const httplib::Request& req, const char* name);

@@ -21,23 +21,31 @@ std::string ProtoJson(const google::protobuf::Message& message) {
 
 int HttpStatusOf(absl::StatusCode code) {
   switch (code) {
-    case absl::StatusCode::kOk: return 200;
+    case absl::StatusCode::kOk:
+      return 200;
     case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange: return 400;
-    case absl::StatusCode::kUnauthenticated: return 401;
-    case absl::StatusCode::kPermissionDenied: return 403;
-    case absl::StatusCode::kNotFound: return 404;
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kNotFound:
+      return 404;
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kAborted: return 409;
-    case absl::StatusCode::kUnavailable: return 503;
-    default: return 500;
+    case absl::StatusCode::kAborted:
+      return 409;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
   }
 }
 
 std::string JsonString(std::string_view text) {
-  return nlohmann::json(std::string(text)).dump(-1, ' ', false,
-                                                nlohmann::json::error_handler_t::replace);
+  return nlohmann::json(std::string(text))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string ErrorJson(const absl::Status& s) {

@@ -4,9 +4,9 @@
 #ifndef ABLATE_SERVER_HTTP_JSON_REPLY_H_
 #define ABLATE_SERVER_HTTP_JSON_REPLY_H_
 
-#include <string>
-
 #include <google/protobuf/message.h>
+
+#include <string>
 
 #include "absl/status/status.h"
 

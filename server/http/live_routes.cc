@@ -1,9 +1,11 @@
 // Server-sent events: one LiveStream per connection, pumped by httplib's chunked content
 // provider on the connection's thread. The stream waits on the ChangeFeed, so a change reaches
 // the page within one poll interval, and ends at once when the feed is closed (shutdown).
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "server/http/http_routes.h"
@@ -73,8 +75,8 @@ class LiveSession {
     if (!stream_.backlog()) version_ = ctx_.feed->WaitPast(version_, std::chrono::seconds(1));
     auto next = last_poll_ + ctx_.options->live_min_interval;
     while (Clock::now() < next && !Stopping()) {
-      std::this_thread::sleep_for(std::min<Clock::duration>(next - Clock::now(),
-                                                            std::chrono::milliseconds(50)));
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(next - Clock::now(), std::chrono::milliseconds(50)));
     }
   }
 
@@ -88,9 +90,9 @@ class LiveSession {
 
 void ServeLive(const RouteContext& ctx, LiveScope scope, httplib::Response& res) {
   if (ctx.live_streams->load() >= ctx.options->max_live_streams) {
-    ReplyJson(res, absl::UnavailableError(absl::StrCat(
-                       "too many live streams open (", ctx.options->max_live_streams,
-                       "); close some dashboard tabs")));
+    ReplyJson(res, absl::UnavailableError(absl::StrCat("too many live streams open (",
+                                                       ctx.options->max_live_streams,
+                                                       "); close some dashboard tabs")));
     return;
   }
   auto session = std::make_shared<LiveSession>(ctx, std::move(scope));
@@ -99,9 +101,9 @@ void ServeLive(const RouteContext& ctx, LiveScope scope, httplib::Response& res)
     return;
   }
   res.set_header("Cache-Control", "no-store");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [session](size_t, httplib::DataSink& sink) { return session->Pump(sink); });
+  res.set_chunked_content_provider("text/event-stream", [session](size_t, httplib::DataSink& sink) {
+    return session->Pump(sink);
+  });
 }
 
 // The scope's series from ?series= (points messages); other parameters are refused.

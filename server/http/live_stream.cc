@@ -37,10 +37,18 @@ absl::StatusOr<std::vector<SseMessage>> LiveStream::Poll() {
   backlog_ = false;
   absl::Status s;
   switch (scope_.kind) {
-    case LiveScope::Kind::kSweeps: s = PollSweeps(&out); break;
-    case LiveScope::Kind::kSweep: s = PollSweep(&out); break;
-    case LiveScope::Kind::kRun: s = PollRun(&out); break;
-    case LiveScope::Kind::kWorkers: s = PollWorkers(&out); break;
+    case LiveScope::Kind::kSweeps:
+      s = PollSweeps(&out);
+      break;
+    case LiveScope::Kind::kSweep:
+      s = PollSweep(&out);
+      break;
+    case LiveScope::Kind::kRun:
+      s = PollRun(&out);
+      break;
+    case LiveScope::Kind::kWorkers:
+      s = PollWorkers(&out);
+      break;
   }
   if (!s.ok()) return s;
   if (first_) out.push_back({"ready", absl::StrCat("{\"now_ms\":", NowMs(), "}")});

@@ -1,7 +1,6 @@
 // Columnar JSON for metric curves, written by hand: the dashboard's hottest path (a sweep
 // overlay is tens of thousands of numbers), where reflection-based serialisation costs most.
 #include "server/http/metrics_json.h"
-#include "server/store/absl_compat.h"
 
 #include <charconv>
 #include <cmath>
@@ -10,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/store/absl_compat.h"
 #include "server/store/downsample.h"
 
 namespace ablate {
@@ -19,10 +19,14 @@ using SeriesField = std::optional<double> MetricPoint::*;
 
 SeriesField FieldOf(Series s) {
   switch (s) {
-    case Series::kTrainLoss: return &MetricPoint::train_loss;
-    case Series::kValLoss: return &MetricPoint::val_loss;
-    case Series::kLr: return &MetricPoint::lr;
-    case Series::kStepMs: return &MetricPoint::step_ms;
+    case Series::kTrainLoss:
+      return &MetricPoint::train_loss;
+    case Series::kValLoss:
+      return &MetricPoint::val_loss;
+    case Series::kLr:
+      return &MetricPoint::lr;
+    case Series::kStepMs:
+      return &MetricPoint::step_ms;
   }
   return &MetricPoint::train_loss;
 }
@@ -66,18 +70,21 @@ class Selection {
 
   void AppendAll(std::string* out) const {
     out->push_back('{');
-    AppendColumn("step", -1, [](const MetricPoint& p) { return std::optional<int64_t>(p.step); },
-                 out);
+    AppendColumn(
+        "step", -1, [](const MetricPoint& p) { return std::optional<int64_t>(p.step); }, out);
     out->push_back(',');
-    AppendColumn("train_time_ms", -1, [](const MetricPoint& p) { return p.train_time_ms; }, out);
+    AppendColumn(
+        "train_time_ms", -1, [](const MetricPoint& p) { return p.train_time_ms; }, out);
     out->push_back(',');
-    AppendColumn("tokens", -1, [](const MetricPoint& p) { return p.tokens; }, out);
+    AppendColumn(
+        "tokens", -1, [](const MetricPoint& p) { return p.tokens; }, out);
     for (size_t k = 0; k < kAllSeries.size(); ++k) {
       if (!series_.Has(kAllSeries[k])) continue;
       out->push_back(',');
       SeriesField field = FieldOf(kAllSeries[k]);
-      AppendColumn(SeriesName(kAllSeries[k]), static_cast<int>(k),
-                   [field](const MetricPoint& p) { return p.*field; }, out);
+      AppendColumn(
+          SeriesName(kAllSeries[k]), static_cast<int>(k),
+          [field](const MetricPoint& p) { return p.*field; }, out);
     }
     out->push_back('}');
   }
@@ -93,10 +100,14 @@ class Selection {
 
 std::string_view SeriesName(Series s) {
   switch (s) {
-    case Series::kTrainLoss: return "train_loss";
-    case Series::kValLoss: return "val_loss";
-    case Series::kLr: return "lr";
-    case Series::kStepMs: return "step_ms";
+    case Series::kTrainLoss:
+      return "train_loss";
+    case Series::kValLoss:
+      return "val_loss";
+    case Series::kLr:
+      return "lr";
+    case Series::kStepMs:
+      return "step_ms";
   }
   return "?";
 }

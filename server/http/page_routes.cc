@@ -87,9 +87,8 @@ void AddPageRoutes(httplib::Server& http, const RouteContext& ctx) {
     SendFile(fs::path(root) / "static/favicon.svg", res);
   });
   const std::string index = root + "/static/index.html";
-  http.Get(std::string(kPagePattern) + "|/", [index](const httplib::Request&, httplib::Response& res) {
-    SendFile(index, res);
-  });
+  http.Get(std::string(kPagePattern) + "|/",
+           [index](const httplib::Request&, httplib::Response& res) { SendFile(index, res); });
 }
 
 }  // namespace ablate

@@ -43,9 +43,9 @@ absl::StatusOr<int> ParseMaxPoints(std::string_view text) {
   std::optional<int64_t> v = text.empty() ? 0 : ToInt(text);
   if (v && *v == 0) return kDefaultMaxPoints;
   if (!v || *v < 2 || *v > kMaxPointsLimit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_points must be 0 (the default, ", kDefaultMaxPoints,
-                     ") or an integer from 2 to ", kMaxPointsLimit, ", got '", ToAbsl(text), "'"));
+    return absl::InvalidArgumentError(absl::StrCat("max_points must be 0 (the default, ",
+                                                   kDefaultMaxPoints, ") or an integer from 2 to ",
+                                                   kMaxPointsLimit, ", got '", ToAbsl(text), "'"));
   }
   return static_cast<int>(*v);
 }
@@ -54,9 +54,9 @@ absl::StatusOr<std::optional<RunState>> ParseRunStateParam(std::string_view text
   if (text.empty()) return std::optional<RunState>();
   std::optional<RunState> s = ParseRunState(text);
   if (!s) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state: unknown run state '", ToAbsl(text),
-        "'; valid: queued, assigned, running, succeeded, failed, cancelled"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: unknown run state '", ToAbsl(text),
+                     "'; valid: queued, assigned, running, succeeded, failed, cancelled"));
   }
   return s;
 }

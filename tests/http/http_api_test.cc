@@ -91,7 +91,9 @@ TEST_F(HttpApiTest, SweepsSweepRunsAndRunHaveTheProtoShapes) {
   ASSERT_EQ(runs["runs"].size(), 6u);
   EXPECT_EQ(Get(sweep_path() + "/runs?state=queued").second["runs"].size(), 1u);
   EXPECT_EQ(Get("/api/runs?sweep_id=" + std::to_string(sweep_.sweep_id) + "&limit=2")
-                .second["runs"].size(), 2u);
+                .second["runs"]
+                .size(),
+            2u);
   json run = Get("/api/runs/" + std::to_string(finished_run().id)).second;
   EXPECT_EQ(run["state"], "RUN_SUCCEEDED");
   ASSERT_EQ(run["attempts"].size(), 1u);
@@ -111,11 +113,12 @@ TEST_F(HttpApiTest, WorkersPresetsAndEvents) {
   ASSERT_EQ(events["events"].size(), 3u);
   EXPECT_EQ(events["events"][0]["run_id"], "0") << "the sweep's own event first";
   EXPECT_NE(events["events"][0]["message"].get<std::string>().find("submitted"), std::string::npos);
-  json after = Get(sweep_path() + "/events?after=" + events["events"][0]["id"].get<std::string>())
-                   .second;
+  json after =
+      Get(sweep_path() + "/events?after=" + events["events"][0]["id"].get<std::string>()).second;
   EXPECT_EQ(after["events"][0]["id"], events["events"][1]["id"]);
   json run_events = Get("/api/runs/" + std::to_string(finished_run().id) + "/events").second;
-  for (const json& e : run_events["events"]) EXPECT_EQ(e["run_id"], std::to_string(finished_run().id));
+  for (const json& e : run_events["events"])
+    EXPECT_EQ(e["run_id"], std::to_string(finished_run().id));
 }
 
 // Counts the non-null values of each series column of a curve.
@@ -129,8 +132,8 @@ std::map<std::string, size_t> Counts(const json& curve) {
 }
 
 TEST_F(HttpApiTest, RunMetricsAreDownsampledWithinBoundsAndKeepSpikes) {
-  json curve = Get("/api/runs/" + std::to_string(finished_run().id) + "/metrics?max_points=100")
-                   .second;
+  json curve =
+      Get("/api/runs/" + std::to_string(finished_run().id) + "/metrics?max_points=100").second;
   EXPECT_EQ(curve["total_points"], 3000);
   std::map<std::string, size_t> n = Counts(curve);
   EXPECT_LE(n["train_loss"], 100u);
@@ -145,8 +148,8 @@ TEST_F(HttpApiTest, RunMetricsAreDownsampledWithinBoundsAndKeepSpikes) {
   for (const char* col : {"train_time_ms", "tokens", "train_loss", "val_loss", "lr", "step_ms"}) {
     EXPECT_EQ(curve["columns"][col].size(), rows) << col;
   }
-  json full = Get("/api/runs/" + std::to_string(finished_run().id) + "/metrics?max_points=20000")
-                  .second;
+  json full =
+      Get("/api/runs/" + std::to_string(finished_run().id) + "/metrics?max_points=20000").second;
   EXPECT_EQ(full["columns"]["step"].size(), 3000u);
 }
 
@@ -191,8 +194,8 @@ TEST_F(HttpApiTest, ClientTokenAsHeaderOrLoginCookie) {
   json auth = Get("/api/auth").second;
   EXPECT_EQ(auth, json({{"required", true}, {"authorized", false}}));
 
-  httplib::Result wrong = client_->Post("/api/login", "token=nope&next=/workers",
-                                        "application/x-www-form-urlencoded");
+  httplib::Result wrong =
+      client_->Post("/api/login", "token=nope&next=/workers", "application/x-www-form-urlencoded");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 303);
   std::string location = wrong->get_header_value("Location");
@@ -269,7 +272,8 @@ TEST(CoordinatorHttpTest, ServesTheDashboardWritesItsPortAndStopsWithAStreamOpen
       {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir.path(), "--http",
        "127.0.0.1:0", "--http-port-file", port_file, "--web-root", ABLATE_WEB_ROOT},
       dir.path());
-  for (int i = 0; i < 500 && !std::filesystem::exists(port_file); ++i) std::this_thread::sleep_for(20ms);
+  for (int i = 0; i < 500 && !std::filesystem::exists(port_file); ++i)
+    std::this_thread::sleep_for(20ms);
   int port = std::stoi(testing::ReadFile(port_file));
   httplib::Client client("127.0.0.1", port);
   httplib::Result sweeps = client.Get("/api/sweeps");
@@ -303,9 +307,10 @@ TEST(CoordinatorHttpTest, ServesTheDashboardWritesItsPortAndStopsWithAStreamOpen
 TEST(CoordinatorHttpTest, BadHttpAddressesAreRefusedByName) {
   testing::TempDir dir;
   for (const char* bad : {"8080", "127.0.0.1:http", "127.0.0.1:70000"}) {
-    testing::ProcessResult r = testing::RunProcess(
-        {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir.path(), "--http", bad},
-        {}, 20s);
+    testing::ProcessResult r =
+        testing::RunProcess({ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
+                             dir.path(), "--http", bad},
+                            {}, 20s);
     EXPECT_EQ(r.exit_code, 1) << bad;
     EXPECT_NE(r.err.find(std::string("--http '") + bad + "'"), std::string::npos) << r.err;
   }

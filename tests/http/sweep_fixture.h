@@ -15,18 +15,18 @@
 namespace ablate::testing {
 
 struct FixtureShape {
-  int variants = 2;       // baseline + (variants - 1) ablations
-  int seeds = 2;          // runs per variant
-  int64_t steps = 300;    // points per finished run
+  int variants = 2;     // baseline + (variants - 1) ablations
+  int seeds = 2;        // runs per variant
+  int64_t steps = 300;  // points per finished run
   int64_t val_every = 25;
-  int running = 0;        // the last `running` runs stay running (their curves half done)
-  int queued = 0;         // the `queued` runs before them never start
+  int running = 0;          // the last `running` runs stay running (their curves half done)
+  int queued = 0;           // the `queued` runs before them never start
   int64_t spike_step = -1;  // every run's train loss jumps to 50 at this step (-1: none)
 };
 
 struct FixtureSweep {
   int64_t sweep_id = 0;
-  std::vector<Run> runs;  // id order
+  std::vector<Run> runs;          // id order
   std::vector<Attempt> attempts;  // per run; id 0 for queued runs
 };
 
@@ -56,7 +56,8 @@ inline std::vector<MetricPoint> FixturePoints(int r, int64_t first, int64_t coun
 inline absl::Status AppendFixtureBatch(Store& store, const Run& run, const Attempt& a, int r,
                                        int64_t first, int64_t count, int64_t seq,
                                        const FixtureShape& shape) {
-  return store.AppendMetrics(run.id, a.id, a.fencing_token, seq, FixturePoints(r, first, count, shape))
+  return store
+      .AppendMetrics(run.id, a.id, a.fencing_token, seq, FixturePoints(r, first, count, shape))
       .status();
 }
 
@@ -64,9 +65,9 @@ inline absl::Status AppendFixtureCurve(Store& store, const Run& run, const Attem
                                        int64_t steps, const FixtureShape& shape) {
   constexpr int64_t kBatch = 500;
   for (int64_t first = 0, seq = 0; first < steps; first += kBatch, ++seq) {
-    absl::StatusOr<bool> dup = store.AppendMetrics(
-        run.id, a.id, a.fencing_token, seq,
-        FixturePoints(r, first, std::min(kBatch, steps - first), shape));
+    absl::StatusOr<bool> dup =
+        store.AppendMetrics(run.id, a.id, a.fencing_token, seq,
+                            FixturePoints(r, first, std::min(kBatch, steps - first), shape));
     if (!dup.ok()) return dup.status();
   }
   return absl::OkStatus();
@@ -118,9 +119,8 @@ inline absl::StatusOr<FixtureSweep> MakeFixtureSweep(Store& store, const std::st
     variant.name = v == 0 ? "baseline" : "ablation-" + std::to_string(v);
     variant.config_json = "{\"logit_softcap\":" + std::to_string(15 + v) + ",\"seed\":0}";
     variant.config_hash = "hash" + std::to_string(v);
-    variant.diff_json = v == 0 ? "{}"
-                               : "{\"logit_softcap\":{\"from\":15,\"to\":" +
-                                     std::to_string(15 + v) + "}}";
+    variant.diff_json =
+        v == 0 ? "{}" : "{\"logit_softcap\":{\"from\":15,\"to\":" + std::to_string(15 + v) + "}}";
     variants.push_back(variant);
     for (int seed = 0; seed < shape.seeds; ++seed) {
       Run run;
