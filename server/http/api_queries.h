@@ -42,6 +42,8 @@ class ApiQueries {
   // attempt, in run id order.
   absl::StatusOr<std::string> SweepCurvesJson(int64_t sweep_id, int max_points,
                                               const SeriesSet& series);
+  // The step of the run's last stored point (INT64_MIN when none), through the curve cache.
+  absl::StatusOr<int64_t> LastStep(const Run& run) { return curves_.LastStep(run); }
   // Events with id > after_id, oldest first (Store::ListEvents); NOT_FOUND for an unknown sweep or
   // run (0 = any).
   absl::StatusOr<std::vector<Event>> ListEvents(int64_t sweep_id, int64_t run_id, int64_t after_id,

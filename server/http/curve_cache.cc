@@ -91,6 +91,28 @@ absl::StatusOr<std::string> CurveCache::CurveJson(const Run& run, int max_points
   return out;
 }
 
+absl::StatusOr<int64_t> CurveCache::LastStep(const Run& run) {
+  if (max_points_held_ == 0 || run.current_attempt_id == 0) {
+    absl::StatusOr<std::vector<MetricPoint>> points =
+        store_->ListMetricPoints(run.id, INT64_MIN, 0);
+    if (!points.ok()) return points.status();
+    return points->empty() ? INT64_MIN : points->back().step;
+  }
+  std::shared_ptr<Entry> entry = Find(run.id);
+  int64_t last = INT64_MIN;
+  size_t held = 0;
+  {
+    std::lock_guard<std::mutex> lock(entry->mu);
+    absl::Status s =
+        Update(*store_, run, &entry->points, &entry->attempt_id, &entry->terminal, &entry->json);
+    if (!s.ok()) return s;
+    if (!entry->points.empty()) last = entry->points.back().step;
+    held = entry->points.size();
+  }
+  Account(run.id, held);
+  return last;
+}
+
 std::shared_ptr<CurveCache::Entry> CurveCache::Find(int64_t run_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, fresh] = entries_.try_emplace(run_id);

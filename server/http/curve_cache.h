@@ -36,10 +36,12 @@ class CurveCache {
   // store (its state and current attempt decide what is read).
   absl::StatusOr<std::string> CurveJson(const Run& run, int max_points, const SeriesSet& series);
 
+  // The step of the run's last stored point (INT64_MIN when none), read as CurveJson reads: a
+  // cached curve is only brought up to date. Live streams start after it.
+  absl::StatusOr<int64_t> LastStep(const Run& run);
+
  private:
   struct Entry;
-  // The run's entry, made current with the store; null when the run is not cacheable.
-  absl::StatusOr<std::shared_ptr<Entry>> Refresh(const Run& run);
   std::shared_ptr<Entry> Find(int64_t run_id);
   void Account(int64_t run_id, size_t points_now);
 

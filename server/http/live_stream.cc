@@ -134,9 +134,9 @@ absl::Status LiveStream::PollPoints(const Run& run, std::vector<SseMessage>* out
     cursor.attempt_id = run.current_attempt_id;
     cursor.done = IsTerminal(run.state);
     if (cursor.done) return absl::OkStatus();
-    absl::StatusOr<std::vector<MetricPoint>> stored = store->ListMetricPoints(run.id, INT64_MIN, 0);
-    if (!stored.ok()) return stored.status();
-    if (!stored->empty()) cursor.last_step = stored->back().step;
+    absl::StatusOr<int64_t> last = queries_->LastStep(run);
+    if (!last.ok()) return last.status();
+    cursor.last_step = *last;
     return absl::OkStatus();
   }
   const bool reset = !fresh && cursor.attempt_id != run.current_attempt_id;
