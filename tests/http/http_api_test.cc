@@ -2,9 +2,13 @@
 // filled through the Store API, read with an HTTP client. Shapes, downsampling bounds, 404 and
 // 400 as JSON, the client token, server-sent events, and the real ablate-coordinator binary
 // with --http (port file, shutdown with a live stream open).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -320,6 +324,65 @@ TEST(CoordinatorHttpTest, BadHttpAddressesAreRefusedByName) {
       {}, 20s);
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("nowhere"), std::string::npos) << missing.err;
+}
+
+// The dashboard URL `ablate up` printed ("" until it has), e.g. "http://127.0.0.1:43511/".
+std::string PrintedUrl(const testing::Subprocess& up) {
+  std::string out = up.Stdout();
+  size_t at = out.find("dashboard: http://");
+  if (at == std::string::npos) return "";
+  size_t end = out.find('\n', at);
+  return end == std::string::npos ? "" : out.substr(at + 11, end - at - 11);
+}
+
+// Runs `ablate up` with `args` until it prints the dashboard URL and the local worker shows up
+// in /api/workers; then stops it with SIGTERM. Returns the URL.
+std::string UpAndDown(const std::vector<std::string>& args, const std::string& dir) {
+  std::vector<std::string> argv = {
+      ABLATE_CLI_BIN, "up",     "--data-dir", dir,           "--listen",
+      "127.0.0.1:0",  "--gpus", "none",       "--cpu-slots", "1"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  testing::Subprocess up(argv, dir);
+  std::string url;
+  for (int i = 0; i < 500 && url.empty(); ++i) {
+    std::this_thread::sleep_for(20ms);
+    url = PrintedUrl(up);
+  }
+  EXPECT_FALSE(url.empty()) << up.Stdout() << up.Stderr();
+  if (url.empty()) return "";
+  httplib::Client client(url.substr(0, url.size() - 1));
+  bool seen = false;
+  for (int i = 0; i < 200 && !seen; ++i) {
+    httplib::Result res = client.Get("/api/workers");
+    seen = res && res->status == 200 && res->body.find("\"local\"") != std::string::npos;
+    if (!seen) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(seen) << "the local worker in " << url << "api/workers";
+  up.Signal(SIGTERM);
+  std::optional<testing::ProcessResult> exit = up.Wait(30s);
+  EXPECT_TRUE(exit.has_value() && exit->exit_code == 0);
+  return url;
+}
+
+TEST(UpTest, PrintsTheDashboardUrlItServes) {
+  testing::TempDir dir;
+  std::string url = UpAndDown({"--http", "127.0.0.1:0"}, dir.path());
+  EXPECT_EQ(url.rfind("http://127.0.0.1:", 0), 0u) << url;
+}
+
+TEST(UpTest, TakesAFreePortWhen8080IsBusy) {
+  // Hold 8080 (if something else already does, the case is the same).
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(8080);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) listen(fd, 1);
+  testing::TempDir dir;
+  std::string url = UpAndDown({}, dir.path());
+  close(fd);
+  EXPECT_FALSE(url.empty());
+  EXPECT_EQ(url.find(":8080/"), std::string::npos) << url;
 }
 
 }  // namespace
