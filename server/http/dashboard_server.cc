@@ -136,7 +136,9 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
   server->thread_ = std::thread([&http] { http.listen_after_bind(); });
   // httplib's stop() does nothing before the listen loop has begun: wait for it, so that a Stop
   // right after Start cannot leave the loop running forever.
-  while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 5000 && !http.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return server;
 }
 
