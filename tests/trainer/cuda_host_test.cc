@@ -84,22 +84,23 @@ TEST(DeviceLayout, AlignsTensorsButKeepsQkvAdjacent) {
   }
 }
 
-// One GPU per run in this version: more ranks or more devices are refused before anything is
-// opened or allocated (no shards needed), with one error event that says why.
-TEST(CudaTrainOptions, MultiGpuRunsAreRefusedBeforeAnyWork) {
+// Multi-GPU runs that cannot work are refused before anything is opened or allocated (no shards
+// needed), with one error event that says why, on any machine: a --world-size that disagrees
+// with the GPUs, and a device index no machine has (4095) among several.
+TEST(CudaTrainOptions, ImpossibleMultiGpuRunsAreRefusedBeforeAnyWork) {
   Result<nlohmann::json> config = CanonicalizeConfig({{"bos_token", 1}, {"vocab_size", 64}});
   ASSERT_TRUE(config.ok()) << config.error().message;
-  TrainOptions two_gpus;
-  two_gpus.backend = Backend::kCuda;
-  two_gpus.gpus = {0, 1};
+  TrainOptions missing_gpu;
+  missing_gpu.backend = Backend::kCuda;
+  missing_gpu.gpus = {0, 4095};
   TrainOptions two_ranks;
   two_ranks.backend = Backend::kCuda;
-  two_ranks.world_size = 2;
-  for (const TrainOptions& o : {two_gpus, two_ranks}) {
+  two_ranks.world_size = 2;  // one GPU
+  for (auto [o, words] : {std::pair{missing_gpu, "CUDA"}, std::pair{two_ranks, "disagrees"}}) {
     MemorySink sink;
     TrainOutcome out = Train(*config, o, sink);
     EXPECT_EQ(out.status, TrainStatus::kInvalid);
-    EXPECT_NE(out.message.find("one GPU per run"), std::string::npos) << out.message;
+    EXPECT_NE(out.message.find(words), std::string::npos) << out.message;
     std::vector<nlohmann::json> events = sink.events();
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0]["event"], "error");

@@ -12,7 +12,8 @@
 
 namespace ablate::cuda {
 
-// An engine on device plan.device. Errors: world size above 1 (NCCL is the next step), no such
+// An engine on device plan.DeviceOf(comm.rank()). Errors: several ranks without device
+// collectives (a CPU communicator), no such
 // device, cuBLASLt missing, out of device memory (naming the tensor).
 Result<std::unique_ptr<Engine>> MakeCudaEngine(const RunPlan& plan, Communicator& comm);
 

@@ -7,6 +7,7 @@
 #define ABLATE_TRAINER_CUDA_GPT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ class Gpt {
   // As Forward, and grads() += d((mean loss) / divisor)/d(params).
   Status ForwardBackward(const int32_t* tokens, const std::vector<int64_t>& windows,
                          int64_t divisor);
+  // hook(i) runs on the host right after block i's backward is queued (i = L−1 down to 0): from
+  // that point of the stream on, nothing writes block i's gradients again in this backward.
+  // Lets the engine start reducing them while the backward goes on. Empty: none.
+  void SetBlockGradsHook(std::function<Status(int64_t)> hook) { block_hook_ = std::move(hook); }
   // The loss accumulator (waits for the device), then resets it to 0.
   Result<float> TakeLoss();
   // Per-token losses (B·T) of the last forward (waits for the device).
@@ -143,6 +148,7 @@ class Gpt {
   float *dq_raw_ = nullptr, *dk_raw_ = nullptr, *dv_raw_ = nullptr, *dve_ = nullptr;
   float* d_rows_ = nullptr;    // (B, NH, T) attention's rowsum(dout ⊙ out)
   std::vector<float*> dskip_;  // (L/2) × (BT, C)
+  std::function<Status(int64_t)> block_hook_;
 };
 
 }  // namespace ablate::cuda

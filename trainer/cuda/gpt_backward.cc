@@ -36,7 +36,10 @@ Status Gpt::Backward() {
   for (float* d : dskip_) ABLATE_RETURN_IF_ERROR(Zero(ctx_, d, nc));
   ABLATE_RETURN_IF_ERROR(rmsnorm_backward<float>(ctx_, dx_, dln_, x_last_, lf_rstd_, n_,
                                                  m_.model_dim, Output::kOverwrite));
-  for (int64_t i = m_.n_layer - 1; i >= 0; --i) ABLATE_RETURN_IF_ERROR(BlockBackward(i));
+  for (int64_t i = m_.n_layer - 1; i >= 0; --i) {
+    ABLATE_RETURN_IF_ERROR(BlockBackward(i));
+    if (block_hook_) ABLATE_RETURN_IF_ERROR(block_hook_(i));
+  }
   ABLATE_RETURN_IF_ERROR(AddInto(ctx_, dx0_, dx_, nc));  // layer 0's input stream is x0
   return EmbedBackward();
 }

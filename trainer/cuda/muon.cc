@@ -13,13 +13,18 @@
 
 namespace ablate::cuda {
 
-Muon::Muon(MuonConfig config, std::vector<MuonMatrix> matrices)
-    : config_(config), matrices_(std::move(matrices)) {
+Muon::Muon(MuonConfig config, std::vector<MuonMatrix> matrices, int rank, int world)
+    : config_(config), matrices_(std::move(matrices)), rank_(rank), world_(world),
+      gather_(MuonGatherLayout::Make(matrices_, world)) {
   // (rows, cols) → group index: equal shapes share an orientation, so a group is one batch.
   std::map<std::pair<int64_t, int64_t>, size_t> group_of;
   int64_t total = 0;
   for (size_t i = 0; i < matrices_.size(); ++i) {
     const MuonMatrix& m = matrices_[i];
+    if (gather_.Owner(int64_t(i)) != rank_) {
+      momentum_offsets_.push_back(-1);
+      continue;
+    }
     momentum_offsets_.push_back(total);
     total += m.rows * m.cols;
     auto it = group_of.find({m.rows, m.cols});
@@ -36,7 +41,9 @@ Muon::Muon(MuonConfig config, std::vector<MuonMatrix> matrices)
 
 Status Muon::Init(CudaContext& ctx) {
   int64_t total = 0;
-  for (const MuonMatrix& m : matrices_) total += m.rows * m.cols;
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    if (momentum_offsets_[i] >= 0) total += matrices_[i].rows * matrices_[i].cols;
+  }
   ABLATE_RETURN_IF_ERROR(momentum_.Allocate(total, "Muon's momentum"));
   if (total > 0) {
     ABLATE_CUDA_CHECK(cudaMemsetAsync(momentum_.get(), 0, size_t(momentum_.bytes()), ctx.stream()));
@@ -50,6 +57,12 @@ Status Muon::Init(CudaContext& ctx) {
     ABLATE_RETURN_IF_ERROR(g.x_next.Allocate(count * per, "Muon iterate " + shape));
     ABLATE_RETURN_IF_ERROR(g.a.Allocate(count * g.r * g.r, "Muon Gram " + shape));
     ABLATE_RETURN_IF_ERROR(g.b.Allocate(count * g.r * g.r, "Muon polynomial " + shape));
+  }
+  if (world_ > 1) {
+    ABLATE_RETURN_IF_ERROR(mine_.Allocate(gather_.width, "Muon's gather part"));
+    ABLATE_RETURN_IF_ERROR(all_.Allocate(gather_.width * world_, "Muon's gathered updates"));
+    ABLATE_RETURN_IF_ERROR(packed_.Create());
+    ABLATE_RETURN_IF_ERROR(gathered_.Create());
   }
   return {};
 }
@@ -76,28 +89,63 @@ Status Muon::NewtonSchulz(CudaContext& ctx, Group& g) {
   return {};
 }
 
-Status Muon::Step(CudaContext& ctx, float* params, const float* grads, double lr_mult,
-                  int64_t step) {
-  double lr = config_.lr * lr_mult;
+float Muon::Scale(const MuonMatrix& m) const {
+  return float(lr_ * MuonScale(config_.scale_rule, m.rows, m.cols));
+}
+
+Status Muon::Orthogonalise(CudaContext& ctx, Group& g, const float* grads, float mu) {
+  int64_t count = int64_t(g.members.size()), per = g.r * g.c;
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t index = g.members[j];
+    ABLATE_RETURN_IF_ERROR(muon_momentum(ctx, momentum_.get() + momentum_offsets_[index],
+                                         grads + matrices_[index].offset,
+                                         g.staging.get() + j * per, per, mu, config_.nesterov));
+  }
+  ABLATE_RETURN_IF_ERROR(muon_inv_norm(ctx, g.inv_norm.get(), g.staging.get(), count, per));
+  ABLATE_RETURN_IF_ERROR(
+      muon_pack(ctx, g.x.get(), g.staging.get(), g.inv_norm.get(), count, g.r, g.c, g.transposed));
+  return NewtonSchulz(ctx, g);
+}
+
+Status Muon::Launch(CudaContext& ctx, float* params, const float* grads, double lr_mult,
+                    int64_t step, DeviceCollectives* coll) {
+  lr_ = config_.lr * lr_mult;
   float mu = float(config_.momentum.At(step));
+  if (world_ > 1 && coll == nullptr) {
+    return Error{"Muon on " + std::to_string(world_) + " ranks needs device collectives", ""};
+  }
   for (Group& g : groups_) {
-    int64_t count = int64_t(g.members.size()), per = g.r * g.c;
-    for (int64_t j = 0; j < count; ++j) {
-      int64_t index = g.members[j];
-      ABLATE_RETURN_IF_ERROR(muon_momentum(ctx, momentum_.get() + momentum_offsets_[index],
-                                           grads + matrices_[index].offset,
-                                           g.staging.get() + j * per, per, mu, config_.nesterov));
-    }
-    ABLATE_RETURN_IF_ERROR(muon_inv_norm(ctx, g.inv_norm.get(), g.staging.get(), count, per));
-    ABLATE_RETURN_IF_ERROR(muon_pack(ctx, g.x.get(), g.staging.get(), g.inv_norm.get(), count, g.r,
-                                     g.c, g.transposed));
-    ABLATE_RETURN_IF_ERROR(NewtonSchulz(ctx, g));
-    for (int64_t j = 0; j < count; ++j) {
+    if (g.members.empty()) continue;
+    ABLATE_RETURN_IF_ERROR(Orthogonalise(ctx, g, grads, mu));
+    int64_t per = g.r * g.c;
+    for (size_t j = 0; j < g.members.size(); ++j) {
       const MuonMatrix& m = matrices_[g.members[j]];
-      float k = float(lr * MuonScale(config_.scale_rule, m.rows, m.cols));
-      ABLATE_RETURN_IF_ERROR(
-          muon_apply(ctx, params + m.offset, g.x.get() + j * per, m.rows, m.cols, g.transposed, k));
+      const bf16* x = g.x.get() + int64_t(j) * per;
+      if (world_ == 1) {
+        ABLATE_RETURN_IF_ERROR(
+            muon_apply(ctx, params + m.offset, x, m.rows, m.cols, g.transposed, Scale(m)));
+      } else {
+        ABLATE_CUDA_CHECK(cudaMemcpyAsync(mine_.get() + gather_.LocalOffset(g.members[j]), x,
+                                          size_t(per) * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                          ctx.stream()));
+      }
     }
+  }
+  if (world_ == 1) return {};
+  // The gather runs on the communication stream while the caller queues Adam.
+  cudaStream_t comm = static_cast<cudaStream_t>(coll->stream());
+  ABLATE_RETURN_IF_ERROR(packed_.Order(ctx.stream(), comm));
+  return coll->AllGather(mine_.get(), all_.get(), gather_.width, WireType::kBf16);
+}
+
+Status Muon::Finish(CudaContext& ctx, float* params, DeviceCollectives* coll) {
+  if (world_ == 1) return {};
+  ABLATE_RETURN_IF_ERROR(gathered_.Order(static_cast<cudaStream_t>(coll->stream()), ctx.stream()));
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    const MuonMatrix& m = matrices_[i];
+    const bf16* x = all_.get() + gather_.GatheredOffset(int64_t(i));
+    ABLATE_RETURN_IF_ERROR(
+        muon_apply(ctx, params + m.offset, x, m.rows, m.cols, m.rows > m.cols, Scale(m)));
   }
   return {};
 }

@@ -3,8 +3,10 @@
 // one group (tall ones transposed, so NS runs on rows <= cols) whose NS iterations run as
 // strided-batched GEMMs: every (d, d) slice of every layer's merged or separate q, k, v and
 // attention projection in one batch, the MLP's fc matrices in another, its projections in a
-// third. One GPU: no all-gather
-// (the distributed split comes with NCCL).
+// third. On several GPUs the matrices are dealt out as the CPU twin deals them
+// (MuonGatherLayout): each rank runs momentum and NS for its own matrices only, packs its bf16
+// NS outputs into its part of one buffer, and one all-gather on the communication stream hands
+// every rank every update; Adam runs on the compute stream meanwhile (Launch, then Finish).
 #ifndef ABLATE_TRAINER_CUDA_MUON_H_
 #define ABLATE_TRAINER_CUDA_MUON_H_
 
@@ -13,7 +15,9 @@
 
 #include "trainer/config/result.h"
 #include "trainer/cuda/cuda_context.h"
+#include "trainer/cuda/cuda_event.h"
 #include "trainer/cuda/device_buffer.h"
+#include "trainer/dist/communicator.h"
 #include "trainer/cuda/dtype.h"
 #include "trainer/optim/muon.h"
 
@@ -21,13 +25,27 @@ namespace ablate::cuda {
 
 class Muon {
  public:
-  // matrices: offsets into the device buffers (DeviceLayout).
-  Muon(MuonConfig config, std::vector<MuonMatrix> matrices);
+  // matrices: offsets into the device buffers (DeviceLayout). This rank keeps momentum and NS
+  // buffers only for the matrices it owns (index % world == rank).
+  Muon(MuonConfig config, std::vector<MuonMatrix> matrices, int rank = 0, int world = 1);
 
-  // Allocates (and zeroes) the momentum buffers and each group's NS work buffers.
+  // Allocates (and zeroes) the momentum buffers, each group's NS work buffers and, on several
+  // ranks, the gather buffers and events.
   Status Init(CudaContext& ctx);
-  // params -= lr·lr_mult·scale·NS(momentum(grads)) for every matrix, on ctx's stream.
-  Status Step(CudaContext& ctx, float* params, const float* grads, double lr_mult, int64_t step);
+  // params -= lr·lr_mult·scale·NS(momentum(grads)) for every matrix, on ctx's stream. grads must
+  // be the mean over ranks. One rank: the whole update. Several: this rank's share, then the
+  // all-gather queued on coll's stream (coll required); Finish applies the gathered updates.
+  Status Launch(CudaContext& ctx, float* params, const float* grads, double lr_mult,
+                int64_t step, DeviceCollectives* coll);
+  // Several ranks: ctx's stream waits for the gather, then every matrix's update is applied.
+  // No-op on one rank. Collective order: every rank calls Launch, then Finish.
+  Status Finish(CudaContext& ctx, float* params, DeviceCollectives* coll);
+  // Both, for callers with nothing to overlap.
+  Status Step(CudaContext& ctx, float* params, const float* grads, double lr_mult, int64_t step,
+              DeviceCollectives* coll = nullptr) {
+    ABLATE_RETURN_IF_ERROR(Launch(ctx, params, grads, lr_mult, step, coll));
+    return Finish(ctx, params, coll);
+  }
 
  private:
   // Matrices of one shape; NS runs on (r, c) = (min, max) of it, transposed when rows > cols.
@@ -42,12 +60,20 @@ class Muon {
   };
 
   Status NewtonSchulz(CudaContext& ctx, Group& g);
+  // Momentum, norms, packing and NS of group g (its members are this rank's matrices).
+  Status Orthogonalise(CudaContext& ctx, Group& g, const float* grads, float mu);
+  float Scale(const MuonMatrix& m) const;
 
   MuonConfig config_;
   std::vector<MuonMatrix> matrices_;
-  std::vector<int64_t> momentum_offsets_;  // per matrix, into momentum_
+  int rank_, world_;
+  MuonGatherLayout gather_;
+  std::vector<int64_t> momentum_offsets_;  // per matrix, into momentum_; -1 when not owned
   DeviceBuffer<float> momentum_;
   std::vector<Group> groups_;
+  double lr_ = 0;                          // of the step in flight (Launch → Finish)
+  DeviceBuffer<bf16> mine_, all_;          // (gather_.width), (world, gather_.width)
+  CudaEvent packed_, gathered_;
 };
 
 }  // namespace ablate::cuda

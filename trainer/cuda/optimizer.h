@@ -1,5 +1,6 @@
 // The recipes' optimizer split on the device (CPU twin: trainer/optim/optimizer.h): Muon for the
-// hidden matrices, Adam for embeddings, head and scalars, one schedule for all. One GPU.
+// hidden matrices, Adam for embeddings, head and scalars, one schedule for all. On several GPUs
+// Muon is distributed (muon.h) and Adam runs, replicated, while Muon's all-gather is in flight.
 #ifndef ABLATE_TRAINER_CUDA_OPTIMIZER_H_
 #define ABLATE_TRAINER_CUDA_OPTIMIZER_H_
 
@@ -16,13 +17,15 @@ namespace ablate::cuda {
 
 class Optimizer {
  public:
-  Optimizer(const OptimConfig& config, const DeviceLayout& layout);
+  Optimizer(const OptimConfig& config, const DeviceLayout& layout, int rank = 0, int world = 1);
 
   // Allocates the optimizer state on ctx's device.
   Status Init(CudaContext& ctx);
   // One step of every group at 0-based `step`: params, grads in the device layout; grads must
-  // be the mean over micro-steps. Queued on ctx's stream.
-  Status Step(CudaContext& ctx, float* params, const float* grads, int64_t step);
+  // be the mean over micro-steps and ranks. Queued on ctx's stream (and, on several ranks, coll's
+  // stream, which is then required). Collective on several ranks.
+  Status Step(CudaContext& ctx, float* params, const float* grads, int64_t step,
+              DeviceCollectives* coll = nullptr);
 
   double LrMultiplier(int64_t step) const { return config_.schedule.Multiplier(step); }
   double Momentum(int64_t step) const { return config_.muon.momentum.At(step); }

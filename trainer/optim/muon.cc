@@ -78,23 +78,30 @@ double MuonScale(MuonScaleRule rule, int64_t rows, int64_t cols) {
   return std::sqrt(std::max(1.0, double(rows) / double(cols)));
 }
 
+MuonGatherLayout MuonGatherLayout::Make(const std::vector<MuonMatrix>& matrices, int world) {
+  MuonGatherLayout g;
+  g.world = world;
+  int64_t count = int64_t(matrices.size());
+  for (int64_t base = 0; base < count; base += world) {
+    int64_t width = 0;
+    for (int64_t i = base; i < std::min(count, base + world); ++i) {
+      width = std::max(width, matrices[i].rows * matrices[i].cols);
+    }
+    g.round_offsets.push_back(g.width);
+    g.width += width;
+  }
+  return g;
+}
+
 Muon::Muon(MuonConfig config, std::vector<MuonMatrix> matrices, int rank, int world)
     : config_(config), matrices_(std::move(matrices)), rank_(rank), world_(world),
-      momentum_(matrices_.size()) {
+      momentum_(matrices_.size()), gather_(MuonGatherLayout::Make(matrices_, world)) {
   int64_t count = int64_t(matrices_.size());
-  for (int64_t base = 0; base < count; base += world_) {
-    int64_t width = 0;
-    for (int64_t i = base; i < std::min(count, base + world_); ++i) {
-      width = std::max(width, matrices_[i].rows * matrices_[i].cols);
-    }
-    round_offsets_.push_back(round_width_);
-    round_width_ += width;
-  }
   for (int64_t i = 0; i < count; ++i) {
-    if (int(i % world_) == rank_) momentum_[i].assign(matrices_[i].rows * matrices_[i].cols, 0.f);
+    if (gather_.Owner(i) == rank_) momentum_[i].assign(matrices_[i].rows * matrices_[i].cols, 0.f);
   }
-  mine_.assign(round_width_, 0.f);
-  all_.assign(round_width_ * world_, 0.f);
+  mine_.assign(gather_.width, 0.f);
+  all_.assign(gather_.width * world_, 0.f);
 }
 
 // out (rows·cols) = lr·scale·NS(g'), g' the (Nesterov) momentum of this matrix's gradient.
@@ -122,12 +129,12 @@ void Muon::Update(int64_t index, const float* grads, double lr, double mu, float
 Status Muon::Step(float* params, const float* grads, double lr_mult, int64_t step,
                   Communicator& comm) {
   double lr = config_.lr * lr_mult, mu = config_.momentum.At(step);
-  int64_t count = int64_t(matrices_.size()), rounds = int64_t(round_offsets_.size());
+  int64_t count = int64_t(matrices_.size()), rounds = int64_t(gather_.round_offsets.size());
   scratch_.resize(std::max<size_t>(scratch_.size(), size_t(omp_get_max_threads())));
   cpu::ParallelForDynamic(rounds, [&](int64_t r) {
     int64_t index = r * world_ + rank_;
     if (index < count) {
-      Update(index, grads, lr, mu, mine_.data() + round_offsets_[r],
+      Update(index, grads, lr, mu, mine_.data() + gather_.LocalOffset(index),
              scratch_[omp_get_thread_num()]);
     }
   });
@@ -135,7 +142,7 @@ Status Muon::Step(float* params, const float* grads, double lr_mult, int64_t ste
   if (!s.ok()) return s;
   cpu::ParallelForDynamic(count, [&](int64_t i) {
     const MuonMatrix& m = matrices_[i];
-    const float* u = all_.data() + (i % world_) * round_width_ + round_offsets_[i / world_];
+    const float* u = all_.data() + gather_.GatheredOffset(i);
     float* p = params + m.offset;
     for (int64_t j = 0; j < m.rows * m.cols; ++j) p[j] -= u[j];
   });

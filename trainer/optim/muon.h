@@ -48,6 +48,24 @@ void NewtonSchulz(float* x, int64_t rows, int64_t cols, int steps,
 
 double MuonScale(MuonScaleRule rule, int64_t rows, int64_t cols);
 
+// How distributed Muon shares its matrices (the CPU twin and the CUDA backend alike): matrix i
+// is orthogonalised by rank i % world; round r holds matrices r·world .. r·world + world − 1,
+// and has a slot as wide as its widest matrix at round_offsets[r] in each rank's part of the
+// gathered buffer (width elements a rank). One all-gather of every rank's part then gives every
+// rank every update.
+struct MuonGatherLayout {
+  std::vector<int64_t> round_offsets;  // (rounds)
+  int64_t width = 0;                   // elements of one rank's part
+  int world = 1;
+
+  static MuonGatherLayout Make(const std::vector<MuonMatrix>& matrices, int world);
+  int Owner(int64_t i) const { return int(i % world); }
+  // Where matrix i's update sits in its owner's part.
+  int64_t LocalOffset(int64_t i) const { return round_offsets[size_t(i / world)]; }
+  // Where it sits in the gathered (world, width) buffer.
+  int64_t GatheredOffset(int64_t i) const { return Owner(i) * width + LocalOffset(i); }
+};
+
 class Muon {
  public:
   // This rank keeps momentum only for the matrices it owns (index % world == rank).
@@ -67,11 +85,8 @@ class Muon {
   std::vector<MuonMatrix> matrices_;
   int rank_, world_;
   std::vector<std::vector<float>> momentum_;  // per matrix; empty unless owned
-  // Round r (matrices r·world .. r·world + world − 1) has a slot of the widest of its matrices at
-  // round_offsets_[r] in each rank's part of the gathered buffer (round_width_ floats a rank).
-  std::vector<int64_t> round_offsets_;
-  int64_t round_width_ = 0;
-  std::vector<float> mine_, all_;  // (round_width_), (world, round_width_)
+  MuonGatherLayout gather_;
+  std::vector<float> mine_, all_;  // (gather_.width), (world, gather_.width)
   std::vector<NsScratch> scratch_;  // per OpenMP thread
 };
 

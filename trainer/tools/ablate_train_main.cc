@@ -10,6 +10,8 @@
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/blas_setup.h"
 #include "trainer/data/shard_reader.h"
+#include "trainer/dist/nccl_id.h"
+#include "trainer/tools/gpu_list.h"
 #include "trainer/tools/run_config_builder.h"
 #include "trainer/train/trainer.h"
 
@@ -35,9 +37,17 @@ Exit codes:
   2  invalid arguments, knobs or data, rejected before any work (error event)
   3  the loss became NaN or infinite (error event, end.status failed)
 
-Example:
+GPUs (--backend cuda): one rank per GPU of --gpus, one process per node. The global batch
+(batch_tokens) and the validation set are the same whatever the number of GPUs; gradient
+accumulation makes up the difference. Several nodes: start one ablate-train per node with the
+same --gpus count, --nnodes N and its --node-rank; node 0 writes the NCCL id to --nccl-id-file,
+the others read it from that file (a shared file system; they wait for it) or from stdin
+(--nccl-id-file -). The worker does this hand-over through the coordinator.
+
+Examples:
   ablate-train --preset r9-shortcuts --scale tiny --set logit_softcap=15 \
       --train 'data/train_*.bin' --val 'data/val_*.bin'
+  ablate-train --preset r20-sub3min --backend cuda --gpus 0-7 --train ... --val ...
 )";
 
 #if ABLATE_HAVE_CUDA
@@ -53,7 +63,10 @@ void OnSignal(int) { g_stop.store(true); }
 struct Args {
   ablate::RunConfigSources sources;
   std::string train, val, backend = "cpu";
-  std::vector<int> gpus = {0};
+  std::string gpus = "0";
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string nccl_id_file;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   int world_size = 1;
   int64_t max_steps = -1;
@@ -69,13 +82,19 @@ void AddOptions(CLI::App& app, Args& a) {
   app.add_option("--val", a.val, "glob of validation shards")->required();
   app.add_option("--backend", a.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--gpus", a.gpus,
-                 "--backend cuda: GPU index as CUDA numbers them under CUDA_VISIBLE_DEVICES "
-                 "(default 0; one GPU per run in this version)")
-      ->delimiter(',')
+                 "--backend cuda: GPUs of this node, one rank each, as CUDA numbers them under "
+                 "CUDA_VISIBLE_DEVICES: 0-7, 0,2,4 (default 0)");
+  app.add_option("--nnodes", a.nnodes, "--backend cuda: nodes of the run (one process each)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--node-rank", a.node_rank, "--backend cuda: this node's rank in [0, nnodes)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--nccl-id-file", a.nccl_id_file,
+                 "several nodes: node 0 writes the NCCL id here; the others read it (waiting for "
+                 "it to appear), or from stdin with -");
   app.add_option("--threads", a.threads, "CPU threads in total (split across ranks)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--world-size", a.world_size, "ranks, run as threads on the CPU")
+  app.add_option("--world-size", a.world_size,
+                 "ranks, run as threads on the CPU (on cuda: nnodes × GPUs, computed)")
       ->check(CLI::Range(1, 64));
   app.add_option("--max-steps", a.max_steps,
                  "stop after N steps without changing the schedule (then validate)")
@@ -108,9 +127,24 @@ int Run(const Args& a) {
   if (!train.ok()) return Fail(events, kExitInvalid, train.error().message);
   auto val = ablate::ExpandShardPattern(a.val);
   if (!val.ok()) return Fail(events, kExitInvalid, val.error().message);
+  auto gpus = ablate::ParseGpuList(a.gpus);
+  if (!gpus.ok()) return Fail(events, kExitInvalid, gpus.error().message);
   ablate::TrainOptions o{*train, *val,
                          a.backend == "cuda" ? ablate::Backend::kCuda : ablate::Backend::kCpu,
-                         a.world_size, a.threads, a.max_steps, &g_stop, a.gpus};
+                         a.world_size, a.threads, a.max_steps, &g_stop, *gpus};
+  o.nnodes = a.nnodes;
+  o.node_rank = a.node_rank;
+  o.nccl_id_file = a.nccl_id_file;
+  if (a.nccl_id_file == "-") {
+    if (a.node_rank == 0) {
+      return Fail(events, kExitInvalid, "--nccl-id-file -: node rank 0 writes the id, to a file");
+    }
+    std::string line;
+    std::getline(std::cin, line);
+    auto id = ablate::DecodeNcclId(line);
+    if (!id.ok()) return Fail(events, kExitInvalid, "NCCL id on stdin: " + id.error().message);
+    o.nccl_id = *id;
+  }
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   ablate::TrainOutcome out = ablate::Train(*config, o, events);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@
 namespace ablate {
 
 enum class Pass { kEval, kTrain };
+
+// A GPU's memory as the `start` and `end` events report it, in bytes.
+struct DeviceMemory {
+  int64_t used_bytes = 0;       // in use on the device now (cudaMemGetInfo), all processes
+  int64_t peak_used_bytes = 0;  // the most seen in use at any sample so far
+  int64_t total_bytes = 0;
+  int64_t model_bytes = 0;      // the model's own allocations (parameters, gradients, activations)
+};
 
 class Engine {
  public:
@@ -34,6 +43,9 @@ class Engine {
   virtual Status Step(int64_t step) = 0;
   // Returns when all queued work is done, so a step's wall time is its device time.
   virtual Status Synchronize() = 0;
+  // The device's memory, sampled now (the peak covers every sample since Init); nullopt on the
+  // CPU. No device synchronisation.
+  virtual std::optional<DeviceMemory> Memory() { return std::nullopt; }
 };
 
 // The engine for plan.backend on comm's rank. Errors: a build without CUDA, no device, out of

@@ -21,9 +21,9 @@ J OrNull(const std::optional<double>& v) { return v ? J(*v) : J(nullptr); }
 }  // namespace
 
 RankRunner::RankRunner(const RunPlan& plan, Communicator& comm, TokenLoader train, ValLoader val,
-                       EventSink* events)
+                       EventSink* events, const nlohmann::json* start)
     : plan_(plan), comm_(comm), train_(std::move(train)), val_(std::move(val)), events_(events),
-      batch_(plan.micro_batch * (plan.model.seq_len + 1)) {}
+      start_(start), batch_(plan.micro_batch * (plan.model.seq_len + 1)) {}
 
 Status RankRunner::Init() {
   Result<std::unique_ptr<Engine>> engine = MakeEngine(plan_, comm_);
@@ -34,6 +34,7 @@ Status RankRunner::Init() {
 
 TrainOutcome RankRunner::Run() {
   Status s = Init();
+  EmitStart();
   for (int64_t step = 0; s.ok(); ++step) {
     bool val_due = step == plan_.last_step ||
                    (plan_.val_every > 0 && step % plan_.val_every == 0);
@@ -133,6 +134,7 @@ Status RankRunner::TrainStep(int64_t step) {
 
 void RankRunner::EmitStep(int64_t step, double loss, double step_ms) {
   if (events_ != nullptr && ((step + 1) % 10 == 0 || step == 0)) {
+    if (engine_ != nullptr) (void)engine_->Memory();  // a peak sample at each logging point
     std::fprintf(stderr, "step %lld/%lld  loss %.4f  %.1f ms/step  train %.1f s\n",
                  static_cast<long long>(step + 1), static_cast<long long>(plan_.last_step), loss,
                  step_ms, train_ms_ / 1000);
@@ -147,17 +149,35 @@ void RankRunner::EmitStep(int64_t step, double loss, double step_ms) {
         {"tokens", (step + 1) * plan_.batch_tokens}});
 }
 
+void RankRunner::AddMemory(J& event) {
+  std::optional<DeviceMemory> m = engine_ != nullptr ? engine_->Memory() : std::nullopt;
+  if (!m) return;
+  event["gpu_memory"] = {{"used_bytes", m->used_bytes},
+                         {"peak_used_bytes", m->peak_used_bytes},
+                         {"total_bytes", m->total_bytes},
+                         {"model_bytes", m->model_bytes}};
+}
+
+void RankRunner::EmitStart() {
+  if (start_ == nullptr || events_ == nullptr) return;
+  J start = *start_;
+  AddMemory(start);
+  Emit(start);
+}
+
 void RankRunner::EmitEnd() {
   std::string status = outcome_.status == TrainStatus::kOk          ? "ok"
                        : outcome_.status == TrainStatus::kCancelled ? "cancelled"
                                                                     : "failed";
-  Emit({{"event", "end"},
+  J end = {{"event", "end"},
         {"status", status},
         {"final_val_loss", OrNull(final_val_)},
         {"time_to_target_ms", OrNull(time_to_target_ms_)},
         {"target_step", target_step_ ? J(*target_step_) : J(nullptr)},
         {"steps", steps_done_},
-        {"train_ms", train_ms_}});
+        {"train_ms", train_ms_}};
+  if (events_ != nullptr) AddMemory(end);
+  Emit(end);
 }
 
 }  // namespace ablate

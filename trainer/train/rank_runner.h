@@ -23,9 +23,10 @@ namespace ablate {
 
 class RankRunner {
  public:
-  // events: non-null on rank 0 only.
+  // events: non-null on the emitting rank only; start: the `start` event it emits once its
+  // engine is made (with gpu_memory added on a GPU), also when that fails (then error, end).
   RankRunner(const RunPlan& plan, Communicator& comm, TokenLoader train, ValLoader val,
-             EventSink* events);
+             EventSink* events, const nlohmann::json* start = nullptr);
   TrainOutcome Run();
 
  private:
@@ -35,7 +36,10 @@ class RankRunner {
   Status Evaluate(int64_t step);
   Status TrainStep(int64_t step);
   void EmitStep(int64_t step, double loss, double step_ms);
+  void EmitStart();
   void EmitEnd();
+  // gpu_memory of the start and end events: the engine's sample, or nothing on the CPU.
+  void AddMemory(nlohmann::json& event);
   void Emit(const nlohmann::json& event) {
     if (events_ != nullptr) events_->Emit(event);
   }
@@ -45,6 +49,7 @@ class RankRunner {
   TokenLoader train_;
   ValLoader val_;
   EventSink* events_;
+  const nlohmann::json* start_;
   std::unique_ptr<Engine> engine_;  // made by Init
   std::vector<int32_t> batch_;      // (B, T+1)
   TrainOutcome outcome_;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "trainer/model/model_config.h"
 #include "trainer/optim/optimizer.h"
@@ -26,7 +27,11 @@ struct RunPlan {
   uint64_t seed = 0;
   int threads_per_rank = 1;
   Backend backend = Backend::kCpu;
-  int device = 0;  // CUDA device index (backend cuda)
+  // Backend cuda: this process's GPUs, one per local rank; global rank first_rank + j runs on
+  // devices[j] (first_rank = node_rank × GPUs per node).
+  std::vector<int> devices = {0};
+  int first_rank = 0;
+  int DeviceOf(int rank) const { return devices.at(size_t(rank - first_rank)); }
   const std::atomic<bool>* stop = nullptr;
 };
 

@@ -2,10 +2,11 @@
 #include "trainer/train/trainer.h"
 
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "trainer/config/knob_schema.h"
-#include "trainer/dist/in_process_communicator.h"
+#include "trainer/train/communicators.h"
 #include "trainer/train/engine.h"
 #include "trainer/train/rank_runner.h"
 
@@ -13,6 +14,46 @@ namespace ablate {
 namespace {
 
 using J = nlohmann::json;
+
+// Ranks this process runs: one per GPU of this node, or all of them on the CPU.
+int LocalRanks(const TrainOptions& o) {
+  return o.backend == Backend::kCuda ? int(o.gpus.size()) : o.world_size;
+}
+
+// The options with world_size settled: on the CUDA backend it follows from the nodes and GPUs
+// (a --world-size that disagrees is an error). Checks the multi-node options.
+Result<TrainOptions> SettleWorld(TrainOptions o) {
+  if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    return Error{"node rank " + std::to_string(o.node_rank) + " is not in [0, " +
+                     std::to_string(o.nnodes) + ")",
+                 "node_rank"};
+  }
+  if (o.backend == Backend::kCpu) {
+    if (o.nnodes > 1) return Error{"several nodes need --backend cuda", "nnodes"};
+    return o;
+  }
+  if (o.gpus.empty()) return Error{"backend cuda needs at least one GPU (--gpus)", "gpus"};
+  if (std::set<int>(o.gpus.begin(), o.gpus.end()).size() != o.gpus.size()) {
+    return Error{"--gpus names a GPU twice", "gpus"};
+  }
+  int world = o.nnodes * int(o.gpus.size());
+  if (o.world_size != 1 && o.world_size != world) {
+    return Error{"--world-size " + std::to_string(o.world_size) + " disagrees with " +
+                     std::to_string(o.nnodes) + " node(s) × " + std::to_string(o.gpus.size()) +
+                     " GPU(s); on backend cuda leave it out",
+                 "world_size"};
+  }
+  o.world_size = world;
+  if (o.nnodes > 1 && o.nccl_id_file.empty() && (o.node_rank == 0 || o.nccl_id.empty())) {
+    return Error{o.node_rank == 0
+                     ? "node rank 0 of a multi-node run needs --nccl-id-file (it writes the id "
+                       "there for the other nodes)"
+                     : "node rank " + std::to_string(o.node_rank) +
+                           " needs the NCCL id: --nccl-id-file F, or --nccl-id-file - for stdin",
+                 "nccl_id_file"};
+  }
+  return o;
+}
 
 Result<RunPlan> MakePlan(const J& c, const TrainOptions& o) {
   Result<ModelConfig> model = ModelConfig::FromCanonical(c);
@@ -29,9 +70,12 @@ Result<RunPlan> MakePlan(const J& c, const TrainOptions& o) {
   p.micro_batch = device / p.model.seq_len;
   p.target_val_loss = c.at("target_val_loss").get<double>();
   p.seed = c.at("seed").get<uint64_t>();
-  p.threads_per_rank = std::max(1, o.threads / std::max(1, o.world_size));
   p.backend = o.backend;
-  p.device = o.gpus.empty() ? 0 : o.gpus.front();
+  if (p.backend == Backend::kCuda) {
+    p.devices = o.gpus;
+    p.first_rank = o.node_rank * int(o.gpus.size());
+  }
+  p.threads_per_rank = std::max(1, o.threads / std::max(1, LocalRanks(o)));
   p.stop = o.stop;
   if (o.world_size < 1) return Error{"world size must be at least 1", "world_size"};
   if (p.batch_tokens % (device * o.world_size) != 0) {
@@ -50,7 +94,8 @@ struct RankData {
 
 Result<RankData> OpenData(const J& c, const RunPlan& p, const TrainOptions& o) {
   RankData d;
-  for (int r = 0; r < o.world_size; ++r) {
+  int first = p.backend == Backend::kCuda ? p.first_rank : 0;
+  for (int r = first; r < first + LocalRanks(o); ++r) {
     Result<TokenLoader> t = TokenLoader::Open({o.train_files, p.batch_tokens, p.micro_batch,
                                                p.model.seq_len, r, o.world_size,
                                                p.model.embed_vocab_size});
@@ -65,15 +110,20 @@ Result<RankData> OpenData(const J& c, const RunPlan& p, const TrainOptions& o) {
   return d;
 }
 
-// Backend cuda in this version: one process, one GPU. Returns the GPU's name.
+// Backend cuda: every GPU of this node usable, and NCCL when there are several ranks. Returns
+// the first GPU's name.
 Result<std::string> CheckCuda(const TrainOptions& o) {
-  if (o.world_size != 1 || o.gpus.size() != 1) {
-    return Error{
-        "backend cuda runs on one GPU per run in this version (--world-size 1, one "
-        "--gpus index); multi-GPU runs come with NCCL",
-        "world_size"};
+  std::string name;
+  for (int g : o.gpus) {
+    Result<std::string> n = ProbeCudaDevice(g);
+    if (!n.ok()) return n.error();
+    if (name.empty()) name = *n;
   }
-  return ProbeCudaDevice(o.gpus.front());
+  if (o.world_size > 1) {
+    Status s = CheckMultiGpu();
+    if (!s.ok()) return s.error();
+  }
+  return name;
 }
 
 J StartEvent(const J& c, const RunPlan& p, const TrainOptions& o, int64_t accum,
@@ -95,20 +145,27 @@ J StartEvent(const J& c, const RunPlan& p, const TrainOptions& o, int64_t accum,
              {"seq_len", p.model.seq_len},
              {"params", {{"total", layout.total()}, {"by_group", by_group}}},
              {"param_groups", Optimizer::GroupTable(p.optim, layout)}};
-  if (p.backend == Backend::kCuda) start["device"] = device;
+  if (p.backend == Backend::kCuda) {
+    start["device"] = device;
+    start["gpus"] = o.gpus;
+    start["nnodes"] = o.nnodes;
+    start["node_rank"] = o.node_rank;
+  }
   return start;
 }
 
-TrainOutcome RunRanks(const RunPlan& plan, RankData data, int world, EventSink& events) {
-  InProcessGroup group(world);
-  std::vector<TrainOutcome> outcomes(world);
+// One thread per local rank. The first local rank emits the events (and `start` once its engine
+// is ready, so start can report the device memory).
+TrainOutcome RunRanks(const RunPlan& plan, RankData data, Communicators& comms,
+                      const J& start, EventSink& events) {
+  int local = int(data.train.size());
+  std::vector<TrainOutcome> outcomes(static_cast<size_t>(local));
   std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      InProcessCommunicator comm(&group, r);
-      RankRunner runner(plan, comm, std::move(data.train[r]), std::move(data.val[r]),
-                        r == 0 ? &events : nullptr);
-      outcomes[r] = runner.Run();
+  for (int j = 0; j < local; ++j) {
+    threads.emplace_back([&, j] {
+      RankRunner runner(plan, comms.at(j), std::move(data.train[j]), std::move(data.val[j]),
+                        j == 0 ? &events : nullptr, j == 0 ? &start : nullptr);
+      outcomes[j] = runner.Run();
     });
   }
   for (std::thread& t : threads) t.join();
@@ -117,11 +174,14 @@ TrainOutcome RunRanks(const RunPlan& plan, RankData data, int world, EventSink& 
 
 }  // namespace
 
-TrainOutcome Train(const J& canonical, const TrainOptions& options, EventSink& events) {
+TrainOutcome Train(const J& canonical, const TrainOptions& requested, EventSink& events) {
   auto invalid = [&](const std::string& message) {
     events.Emit({{"event", "error"}, {"message", message}});
     return TrainOutcome{TrainStatus::kInvalid, message};
   };
+  Result<TrainOptions> settled = SettleWorld(requested);
+  if (!settled.ok()) return invalid(settled.error().message);
+  const TrainOptions& options = *settled;
   std::string device;
   if (options.backend == Backend::kCuda) {
     Result<std::string> name = CheckCuda(options);
@@ -132,9 +192,11 @@ TrainOutcome Train(const J& canonical, const TrainOptions& options, EventSink& e
   if (!plan.ok()) return invalid(plan.error().message);
   Result<RankData> data = OpenData(canonical, *plan, options);
   if (!data.ok()) return invalid(data.error().message);
+  Result<std::unique_ptr<Communicators>> comms = MakeCommunicators(options, *plan);
+  if (!comms.ok()) return invalid(comms.error().message);
   int64_t accum = data->train[0].grad_accum_steps();
-  events.Emit(StartEvent(canonical, *plan, options, accum, device));
-  return RunRanks(*plan, std::move(data).value(), options.world_size, events);
+  J start = StartEvent(canonical, *plan, options, accum, device);
+  return RunRanks(*plan, std::move(data).value(), **comms, start, events);
 }
 
 }  // namespace ablate

@@ -1,21 +1,27 @@
 // Training a GPT from a canonical config: on the CPU backend N ranks as threads, on the CUDA
-// backend one GPU; data from token shards, evaluation and timing as DESIGN §6.1 says (step_ms
+// backend one rank per GPU, one thread per rank, one process per node (NCCL between GPUs); the
+// global batch and the validation set do not depend on the world size; data from token shards, evaluation and timing as DESIGN §6.1 says (step_ms
 // is wall time with the device synchronised at the end of the step), events to an EventSink.
 //
-// Events (rank 0 emits them):
+// Events (global rank 0 emits them; on a multi-node run every node's first rank emits the same
+// stream, since every value in it is all-reduced):
 //   start {config, config_hash, backend, world_size, threads, grad_accum_steps, micro_batch,
 //          seq_len, params: {total, by_group}, param_groups: [{name, shape, group, lr}],
-//          device (backend cuda: the GPU's name)}
+//          device (backend cuda: the GPU's name), gpus, nnodes, node_rank (backend cuda),
+//          gpu_memory (backend cuda: {used_bytes, peak_used_bytes, total_bytes, model_bytes} of
+//          the emitting rank's GPU after the model and optimizer were allocated)}
 //   step  {step (steps completed), train_loss, lr (schedule multiplier of every base lr),
 //          momentum, step_ms, train_ms (cumulative, untimed steps excluded), tokens}
 //   val   {step (steps completed), val_loss, train_ms}
 //   end   {status ok|cancelled|failed, final_val_loss|null, time_to_target_ms|null,
-//          target_step|null, steps, train_ms}
+//          target_step|null, steps, train_ms, gpu_memory (backend cuda: as in start, the
+//          peak over the run's samples)}
 //   error {message}
 #ifndef ABLATE_TRAINER_TRAIN_TRAINER_H_
 #define ABLATE_TRAINER_TRAIN_TRAINER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,9 +41,20 @@ struct TrainOptions {
   int threads = 1;         // op threads in total, split evenly across ranks
   int64_t max_steps = -1;  // stop after this many steps (schedule unchanged); -1 = all
   const std::atomic<bool>* stop = nullptr;  // when set, cancel at the next step boundary
-  // Backend cuda: device indices as CUDA numbers them (after CUDA_VISIBLE_DEVICES). One device
-  // per run in this version; several come with NCCL.
+  // Backend cuda: this node's device indices as CUDA numbers them (after
+  // CUDA_VISIBLE_DEVICES), one rank each. world_size must be 1 (then computed) or
+  // nnodes × gpus.size().
   std::vector<int> gpus = {0};
+  // Several nodes (backend cuda): this process is node `node_rank` of `nnodes`; its ranks are
+  // node_rank × gpus.size() + j. Every node must have the same number of GPUs.
+  int nnodes = 1;
+  int node_rank = 0;
+  // The NCCL id of a multi-node run. Node rank 0 creates it and writes nccl_id_file; the other
+  // nodes take nccl_id (kNcclIdBytes bytes) when set, else read nccl_id_file, waiting up to
+  // nccl_id_wait for it to appear.
+  std::string nccl_id_file = "";
+  std::string nccl_id = "";
+  std::chrono::milliseconds nccl_id_wait{std::chrono::minutes(2)};
 };
 
 enum class TrainStatus {
