@@ -15,7 +15,7 @@ CoordinatorProcess::CoordinatorProcess(const std::string& binary) {
   const std::string port_file = dir_.path() + "/port";
   process_ = std::make_unique<testing::Subprocess>(
       std::vector<std::string>{binary, "--listen", "127.0.0.1:0", "--data-dir", dir_.path(),
-                               "--port-file", port_file},
+                               "--port-file", port_file, "--http", "off"},
       dir_.path());
   for (int i = 0; i < 500; ++i) {
     if (std::filesystem::exists(port_file)) {

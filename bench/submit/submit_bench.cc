@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   ablate::testing::TempDir dir;
   ablate::testing::Subprocess coord(
       {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir.path(), "--port-file",
-       dir.path() + "/port"},
+       dir.path() + "/port", "--http", "off"},
       dir.path());
   for (int i = 0; i < 500 && !std::filesystem::exists(dir.path() + "/port"); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

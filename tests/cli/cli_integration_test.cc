@@ -42,7 +42,7 @@ class Coordinator {
     std::filesystem::remove(data_dir + "/port");
     std::vector<std::string> argv = {ABLATE_COORDINATOR_BIN, "--listen",  "127.0.0.1:0",
                                      "--data-dir",           data_dir,    "--port-file",
-                                     data_dir + "/port"};
+                                     data_dir + "/port", "--http", "127.0.0.1:0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     proc_ = std::make_unique<Subprocess>(argv, log_dir);
     for (int i = 0; i < 300 && !std::filesystem::exists(data_dir + "/port"); ++i) {

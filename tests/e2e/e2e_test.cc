@@ -70,7 +70,7 @@ class E2eTest : public ::testing::Test {
         std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", listen, "--data-dir",
                                  root_.path(), "--port-file", root_.path() + "/port",
                                  "--lease-ms", "4000", "--heartbeat-ms", "200",
-                                 "--cancel-grace-ms", "2000"},
+                                 "--cancel-grace-ms", "2000", "--http", "127.0.0.1:0"},
         root_.path());
     for (int i = 0; i < 500 && !fs::exists(root_.path() + "/port"); ++i) {
       std::this_thread::sleep_for(20ms);
@@ -227,7 +227,8 @@ TEST_F(E2eTest, WorkerWithWrongTokenIsRefused) {
   coordinator_ = std::make_unique<Subprocess>(
       std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
                                root_.path(), "--port-file", root_.path() + "/port",
-                               "--worker-token-file", root_.path() + "/worker.token"},
+                               "--worker-token-file", root_.path() + "/worker.token", "--http",
+                               "127.0.0.1:0"},
       root_.path());
   for (int i = 0; i < 500 && !fs::exists(root_.path() + "/port"); ++i) {
     std::this_thread::sleep_for(20ms);
