@@ -19,7 +19,8 @@ function row(w) {
     h('td', {}, h('span', {class: `badge ${w.connected ? 'state-running' : 'state-cancelled'}`},
       w.connected ? 'connected' : 'gone')),
     h('td', {}, gpus(w)), h('td', {}, w.cpu_slots),
-    h('td', {}, runs.length ? runs.map((id) => h('a', {href: `/runs/${id}`, class: 'run-link'}, id)) : 'idle'),
+    h('td', {}, runs.length
+      ? runs.map((id) => h('a', {href: `/runs/${id}`, class: 'run-link'}, `run ${id}`)) : 'idle'),
     h('td', {class: 'heartbeat', 'data-ms': num(w.last_heartbeat_ms)}),
     h('td', {}, (w.datasets ?? []).join(', ') || '–'), h('td', {class: 'small'}, w.trainer_version));
 }
