@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one script a session with a GPU runs: build the trainer standalone with nvcc, run the
 # `gpu` ctest label (then compute-sanitizer over the op tests), train a tiny preset end to end
-# on both backends, and time trainer_gpu_bench. What it measures: bench/trainer_gpu/NOTES.md.
+# on both backends, time trainer_gpu_bench, and time the same step in PyTorch (torch.compile) on
+# the same GPU in the same call. What it measures: bench/trainer_gpu/NOTES.md.
 #
 # The device machine has CUDA, cmake, ninja and a compiler but no Debian -dev packages and no
 # network, so the headers and libraries it lacks travel with the call:
@@ -16,10 +17,14 @@
 #   bash scripts/gpu_session.sh build test     # configure + build into build-gpu, gpu tests,
 #                                              # sanitizer, tiny end-to-end run (first call)
 #   bash scripts/gpu_session.sh bench          # r20-sub3min at full scale, then r9 (second call)
+#   bash scripts/gpu_session.sh torch          # r20 full: trainer_gpu_bench, then PyTorch's step
+#                                              # (bench/trainer_gpu/torch_step_bench.py), same GPU
 #
 # build-gpu is git-ignored, so a warm machine keeps it between calls. Logs go to $OUT (the device
 # tool's return folder; ./gpu-logs when unset): env.txt, build.log, ctest_gpu.log,
-# gtest_gpu.xml, sanitizer.log, e2e.log, bench.log (7 files; the tool returns at most 8).
+# gtest_gpu.xml, sanitizer.log, e2e.log, bench.log, torch.log (8 files; the tool returns at most
+# 8). NCCL (runs on several GPUs): nccl.h travels in the pack; libnccl.so.2 is the machine's own
+# or PyTorch's pip copy (nvidia.nccl), put on LD_LIBRARY_PATH below.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,6 +48,9 @@ libgtest-dev libgmock-dev libopenblas-dev)"
   rm -rf "$stage" && mkdir -p "$stage/include" "$stage/lib"
   cp -r $inc/nlohmann $inc/CLI $inc/gtest $inc/gmock "$stage/include/"
   cp $blas_inc/*.h "$stage/include/"
+  # NCCL's header, so that the device build compiles the multi-GPU path (the library is loaded
+  # at run time from the device machine's CUDA or PyTorch).
+  [ -f /usr/local/cuda/include/nccl.h ] && cp /usr/local/cuda/include/nccl.h "$stage/include/"
   cp -L $multiarch/libopenblas.so.0 $multiarch/libgfortran.so.5 $multiarch/libquadmath.so.0 \
         "$stage/lib/"
   ln -s libopenblas.so.0 "$stage/lib/libopenblas.so"
@@ -73,6 +81,9 @@ Debian machine first and carry .gpu-deps"
   local pip_cublas
   pip_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null)
   [ -n "$pip_cublas" ] && [ -d "$pip_cublas" ] && extra=$extra:$pip_cublas
+  local pip_nccl
+  pip_nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) + "/lib")' 2>/dev/null)
+  [ -n "$pip_nccl" ] && [ -d "$pip_nccl" ] && extra=$extra:$pip_nccl
   export LD_LIBRARY_PATH=$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin  # nvcc, compute-sanitizer
   mkdir -p "$OUT"
@@ -102,17 +113,25 @@ build() {
       -DGTEST_ROOT="$DEPS" -DGTest_ROOT="$DEPS" \
       -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$DEPS/lib -Wl,-rpath,$DEPS/lib" &&
     cmake --build "$BUILD" -j "$JOBS" --target ablate-train ablate-data trainer_cuda_test \
-      trainer_cuda_host_test trainer_gpu_bench
+      trainer_cuda_host_test trainer_gpu_bench &&
+    if cmake --build "$BUILD" --target help | grep -q trainer_multi_gpu_test; then
+      cmake --build "$BUILD" -j "$JOBS" --target trainer_multi_gpu_test
+    else
+      echo "gpu_session: no nccl.h found: the NCCL tests are not built"
+    fi
   } 2>&1 | tee "$OUT/build.log" | tail -25
   [ "${PIPESTATUS[0]}" -eq 0 ] || die "build failed (build.log)"
 }
 
 test_phase() {
   [ -x "$BUILD/tests/trainer_cuda_test" ] || die "no build in $BUILD: run the build phase first"
-  # GTEST_OUTPUT makes the gpu test binary also write every test's result and time as XML.
-  (cd "$BUILD" && GTEST_OUTPUT="xml:$OUT/gtest_gpu.xml" ctest -L gpu --output-on-failure \
+  # GTEST_OUTPUT makes each gpu test binary also write every test's result and time as XML
+  # (one file per binary, joined into gtest_gpu.xml to stay within the tool's 8 files).
+  rm -rf "$BUILD/gtest-xml"
+  (cd "$BUILD" && GTEST_OUTPUT="xml:$BUILD/gtest-xml/" ctest -L gpu --output-on-failure \
      --timeout 900; ctest -R trainer_cuda_host_test --output-on-failure) 2>&1 |
     tee "$OUT/ctest_gpu.log" | tail -40
+  cat "$BUILD"/gtest-xml/*.xml > "$OUT/gtest_gpu.xml" 2>/dev/null
   sanitize
   end_to_end
 }
@@ -176,6 +195,27 @@ PY
   grep -E "exit|val_loss|error" "$OUT/e2e.log" | cut -c1-200
 }
 
+# The same r20 step, ablate then PyTorch, on the same GPU in the same call: ms/step, tokens/s,
+# MFU side by side (bench/trainer_gpu/NOTES.md, "Against PyTorch"). PyTorch is the machine's
+# own (python3, or ABLATE_TORCH_PYTHON); its step is torch_step_bench.py over the reference
+# model of tests/reference/ablate_ref.py with flex_attention, under torch.compile.
+torch_phase() {
+  [ -x "$BUILD/trainer_gpu_bench" ] || die "no build in $BUILD: run the build phase first"
+  local py=${ABLATE_TORCH_PYTHON:-python3} cfg=$BUILD/r20-sub3min-full.json
+  {
+    "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+torch.cuda.get_device_name(0))' || { echo "gpu_session: no PyTorch with CUDA in $py"; exit 0; }
+    "$BUILD/trainer_gpu_bench" --preset r20-sub3min --scale full --dump-config "$cfg" ||
+      { echo "gpu_session: cannot write $cfg"; exit 0; }
+    echo "== ablate: trainer_gpu_bench r20-sub3min full (one 65,536-token sequence per micro-step)"
+    "$BUILD/trainer_gpu_bench" --preset r20-sub3min --scale full --steps 5 --skip-ops
+    echo "exit $?"
+    echo "== PyTorch: torch_step_bench.py, same config, same GPU"
+    "$py" "$ROOT/bench/trainer_gpu/torch_step_bench.py" --config "$cfg" --steps 5 --warmup 2
+    echo "exit $?"
+  } 2>&1 | tee "$OUT/torch.log"
+}
+
 bench() {
   [ -x "$BUILD/trainer_gpu_bench" ] || die "no build in $BUILD: run the build phase first"
   {
@@ -186,7 +226,7 @@ bench() {
   } 2>&1 | tee "$OUT/bench.log"
 }
 
-[ $# -ge 1 ] || die "usage: scripts/gpu_session.sh prepare | {build|test|bench|all}..."
+[ $# -ge 1 ] || die "usage: scripts/gpu_session.sh prepare | {build|test|bench|torch|all}..."
 if [ "$1" = prepare ]; then
   prepare
   exit
@@ -198,7 +238,8 @@ for phase in "$@"; do
     build) build ;;
     test) test_phase ;;
     bench) bench ;;
-    all) build && test_phase && bench ;;
-    *) die "unknown phase '$phase' (prepare, build, test, bench, all)" ;;
+    torch) torch_phase ;;
+    all) build && test_phase && bench && torch_phase ;;
+    *) die "unknown phase '$phase' (prepare, build, test, bench, torch, all)" ;;
   esac
 done

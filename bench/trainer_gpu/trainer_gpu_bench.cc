@@ -3,7 +3,7 @@
 // per 524,288-token step) in ms/step, tokens/s and MFU, next to the bf16 GEMM rate cuBLASLt
 // reaches on this GPU in the same run; then per-op timings at the preset's shape.
 //   trainer_gpu_bench [--preset P] [--scale full|small|tiny] [--steps N] [--peak-tflops F]
-//                     [--device I] [--skip-ops]
+//                     [--device I] [--skip-ops] [--dump-config F (canonical config to F, exit)]
 // MFU counts the model's FLOPs (6 per weight per token, plus causal attention over the keys each
 // query actually sees under the run's masks), not the recomputation the kernels do.
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
@@ -43,6 +44,7 @@ struct Options {
   double peak_tflops = 989;  // H100 SXM dense bf16, datasheet
   int device = 0;
   bool ops = true;
+  std::string dump_config;  // --dump-config F: write the canonical config and exit
 };
 
 // A one-shot binary: a failure ends it, saying what failed.
@@ -390,6 +392,8 @@ Options Parse(int argc, char** argv) {
       o.device = std::atoi(next().c_str());
     else if (a == "--skip-ops")
       o.ops = false;
+    else if (a == "--dump-config")
+      o.dump_config = next();
     else {
       std::fprintf(stderr, "trainer_gpu_bench: unknown option %s\n", a.c_str());
       std::exit(2);
@@ -404,6 +408,12 @@ Options Parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace ablate::cuda;
   Options o = Parse(argc, argv);
+  if (!o.dump_config.empty()) {  // for the PyTorch side of the comparison (torch_step_bench.py)
+    nlohmann::json c =
+        Take(ablate::PresetConfig(o.preset, Take(ablate::ParseScale(o.scale), "scale")), "preset");
+    std::ofstream(o.dump_config) << c.dump(2) << "\n";
+    return 0;
+  }
   std::unique_ptr<CudaContext> ctx = Take(CudaContext::Create(o.device), "device");
   const DeviceInfo& d = ctx->device();
   std::printf("%s (sm_%d%d, %d SMs, %.1f GB)\n", d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
