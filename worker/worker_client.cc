@@ -157,10 +157,7 @@ void WorkerClient::Dispatch(const v1::CoordinatorMessage& m) {
       core_->HandleStale({m.welcome().stale_attempt_ids().begin(),
                           m.welcome().stale_attempt_ids().end()});
       break;
-    case v1::CoordinatorMessage::kNcclId:
-      LogLine("ignoring NcclId for attempt " + std::to_string(m.nccl_id().attempt_id()) +
-              ": multi-node runs are not supported by this trainer");
-      break;
+    case v1::CoordinatorMessage::kNcclId: core_->HandleNcclId(m.nccl_id()); break;
     case v1::CoordinatorMessage::MSG_NOT_SET: break;
   }
 }

@@ -3,8 +3,10 @@
 #include "worker/worker_core.h"
 
 #include <iostream>
+#include <optional>
 
 #include "worker/datasets.h"
+#include "worker/nccl_handoff.h"
 
 namespace ablate::worker {
 namespace {
@@ -36,6 +38,7 @@ struct WorkerCore::Attempt {
   Batcher batcher ABSL_GUARDED_BY(batch_mu);
   bool finished ABSL_GUARDED_BY(batch_mu) = false;
   bool stale = false;  // guarded by WorkerCore::mu_
+  bool id_sent = false;  // node 0 of a multi-node attempt: NcclId sent; guarded by WorkerCore::mu_
 };
 
 absl::StatusOr<std::unique_ptr<WorkerCore>> WorkerCore::Create(WorkerCoreOptions options,
@@ -62,14 +65,24 @@ void WorkerCore::HandleAssignment(const v1::Assignment& as) {
       SpecFor(as), RunCallbacks{[this, raw] { SendStarted(*raw); },
                                 [this, raw](const v1::MetricPoint& p) { OnPoint(*raw, p); },
                                 [this, raw](const RunResult& r) { OnExit(*raw, r); }});
+  std::optional<v1::NcclId> early;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || attempts_.count(as.attempt_id()) > 0) return;  // shutting down, or a repeat
     attempts_[as.attempt_id()] = a;
+    if (auto it = early_ids_.find(as.attempt_id()); it != early_ids_.end()) {
+      early = it->second;
+      early_ids_.erase(it);
+    }
   }
   if (as.num_nodes() > 1) {
-    LogLine("attempt " + std::to_string(as.attempt_id()) +
-            ": multi-node runs are not supported by this trainer; running this node alone");
+    LogLine("attempt " + std::to_string(as.attempt_id()) + ": node " +
+            std::to_string(as.node_rank()) + " of " + std::to_string(as.num_nodes()) +
+            (as.node_rank() == 0 ? "; its NCCL id goes to the other nodes once the trainer makes it"
+                                 : "; the trainer waits for node 0's NCCL id"));
+    if (early && as.node_rank() > 0) {
+      Record(WriteRelayedId(*early, NcclIdPath(SpecFor(as).run_dir)));
+    }
   }
   LogLine("run " + std::to_string(as.run_id()) + " attempt " + std::to_string(as.attempt_id()) +
           ": starting the trainer");
@@ -77,13 +90,55 @@ void WorkerCore::HandleAssignment(const v1::Assignment& as) {
 }
 
 RunSpec WorkerCore::SpecFor(const v1::Assignment& as) const {
+  std::string run_dir = options_.work_dir + "/runs/" + RunDirName(as);
+  std::vector<std::string> args = options_.trainer_args;
+  for (std::string& a : TopologyArgs(as, NcclIdPath(run_dir))) args.push_back(std::move(a));
   return RunSpec{options_.trainer_path,
-                 options_.work_dir + "/runs/" + RunDirName(as),
+                 run_dir,
                  as.config_json(),
                  TrainGlob(options_.data_dir, as.dataset()),
                  ValGlob(options_.data_dir, as.dataset()),
                  {as.gpus().begin(), as.gpus().end()},
-                 options_.trainer_args};
+                 std::move(args)};
+}
+
+void WorkerCore::HandleNcclId(const v1::NcclId& id) {
+  std::shared_ptr<Attempt> a;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = attempts_.find(id.attempt_id());
+    if (it == attempts_.end()) {
+      early_ids_[id.attempt_id()] = id;  // the Assignment is still on its way
+      return;
+    }
+    a = it->second;
+  }
+  if (a->assignment.node_rank() == 0) return;  // our own id, echoed
+  LogLine("attempt " + std::to_string(id.attempt_id()) + ": NCCL id from node 0 received");
+  Record(WriteRelayedId(id, NcclIdPath(SpecFor(a->assignment).run_dir)));
+}
+
+void WorkerCore::RelayNcclIds() {
+  std::vector<std::shared_ptr<Attempt>> waiting;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, a] : attempts_) {
+      const v1::Assignment& as = a->assignment;
+      if (as.num_nodes() > 1 && as.node_rank() == 0 && !a->id_sent) waiting.push_back(a);
+    }
+  }
+  for (const std::shared_ptr<Attempt>& a : waiting) {
+    int64_t attempt_id = a->assignment.attempt_id();
+    std::optional<v1::NcclId> id = ReadLocalId(attempt_id, NcclIdPath(SpecFor(a->assignment).run_dir));
+    if (!id) continue;
+    v1::WorkerMessage m;
+    *m.mutable_nccl_id() = *id;
+    // Not in the outbox: only the live attempt needs it; a failed send is tried at the next tick.
+    if (!sink_->Send(m, sink_->Generation())) continue;
+    LogLine("attempt " + std::to_string(attempt_id) + ": NCCL id sent for the other nodes");
+    absl::MutexLock lock(&mu_);
+    a->id_sent = true;
+  }
 }
 
 void WorkerCore::FailToStart(const v1::Assignment& as, const absl::Status& why) {
@@ -234,6 +289,7 @@ void WorkerCore::Pump() {
     mu_.AwaitWithTimeout(absl::Condition(&pump_stop_), absl::FromChrono(options_.tick));
     mu_.Unlock();
     FlushDueAndReap();
+    RelayNcclIds();
     SendPending();
     mu_.Lock();
   }

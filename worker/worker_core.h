@@ -64,6 +64,9 @@ class WorkerCore {
   // A running attempt gets SIGTERM, then SIGKILL after grace_ms. An attempt that is no longer
   // running has had its writes refused: its outbox entries are dropped.
   void HandleCancel(const v1::Cancel& cancel);
+  // A multi-node attempt's NCCL id, relayed from its node 0: written where this node's trainer
+  // waits for it (nccl_handoff.h); kept until the Assignment when it comes first.
+  void HandleNcclId(const v1::NcclId& id);
   // Welcome.stale_attempt_ids: those children are stopped and their outbox entries dropped.
   void HandleStale(const std::vector<int64_t>& attempt_ids);
   // Attempts whose trainer is still running (Hello.running).
@@ -87,6 +90,8 @@ class WorkerCore {
   void FailToStart(const v1::Assignment& assignment, const absl::Status& why);
   void Pump();
   void FlushDueAndReap();
+  // Node rank 0 of multi-node attempts: sends each NcclId once its trainer has written it.
+  void RelayNcclIds();
   void SendStarted(const Attempt& a);
   void Record(const absl::Status& s);
 
@@ -99,6 +104,7 @@ class WorkerCore {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool pump_stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, v1::NcclId> early_ids_ ABSL_GUARDED_BY(mu_);  // attempt -> id
 
   absl::Mutex send_mu_ ABSL_ACQUIRED_AFTER(mu_);
   uint64_t sent_generation_ ABSL_GUARDED_BY(send_mu_) = 0;

@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "tests/util/subprocess.h"
 #include "tests/worker/fake_trainer.h"
+#include "trainer/dist/nccl_id.h"
+#include "worker/nccl_handoff.h"
 
 namespace ablate::worker {
 namespace {
@@ -237,6 +241,111 @@ TEST_F(WorkerCoreTest, ShutdownStopsChildrenWithinTheGrace) {
   EXPECT_EQ(Summarize(sink_.Sent()).status, "cancelled");
   core->HandleAssignment(Assign(8, {{"steps", 1}}));  // no longer accepted
   EXPECT_EQ(core->running(), 0u);
+}
+
+TEST(NcclHandoff, TopologyArgs) {
+  v1::Assignment a;
+  EXPECT_TRUE(TopologyArgs(a, "/r/nccl_id").empty());  // CPU
+  a.add_gpus(5);
+  EXPECT_TRUE(TopologyArgs(a, "/r/nccl_id").empty());  // one GPU: the trainer's default 0
+  a.add_gpus(7);
+  EXPECT_EQ(TopologyArgs(a, "/r/nccl_id"), (std::vector<std::string>{"--gpus", "0-1"}));
+  a.set_num_nodes(3);
+  a.set_node_rank(2);
+  EXPECT_EQ(TopologyArgs(a, "/r/nccl_id"),
+            (std::vector<std::string>{"--gpus", "0-1", "--nnodes", "3", "--node-rank", "2",
+                                      "--nccl-id-file", "/r/nccl_id"}));
+}
+
+std::string SomeNcclId(char seed) {
+  std::string id(kNcclIdBytes, '\0');
+  for (size_t i = 0; i < id.size(); ++i) id[i] = char(seed + 3 * i);
+  return id;
+}
+
+v1::Assignment MultiNode(v1::Assignment a, int rank) {
+  a.add_gpus(0);
+  a.add_gpus(1);
+  a.set_num_nodes(2);
+  a.set_node_rank(rank);
+  return a;
+}
+
+// The fake trainer's argv (from env.json in its run folder), once it has started.
+std::vector<std::string> TrainerArgv(const std::string& run_dir) {
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto env = nlohmann::json::parse(ablate::testing::ReadFile(run_dir + "/env.json"), nullptr,
+                                     false);  // absent or half-written: try again
+    if (!env.is_discarded() && env.contains("argv")) return env["argv"];
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return {};
+}
+
+bool Contains(const std::vector<std::string>& argv, const std::vector<std::string>& run) {
+  return std::search(argv.begin(), argv.end(), run.begin(), run.end()) != argv.end();
+}
+
+// Node 0: the trainer is told to write the id; once it has, the worker sends it, once.
+TEST_F(WorkerCoreTest, MultiNodeRankZeroSendsTheIdItsTrainerWrote) {
+  auto core = MakeCore();
+  core->HandleAssignment(MultiNode(Assign(11, {{"steps", 1}, {"hang", true}}), 0));
+  std::string run_dir = dir_.path() + "/work/runs/10-a11";
+  std::vector<std::string> argv = TrainerArgv(run_dir);
+  EXPECT_TRUE(Contains(argv, {"--gpus", "0-1", "--nnodes", "2", "--node-rank", "0",
+                              "--nccl-id-file", run_dir + "/nccl_id"}))
+      << nlohmann::json(argv).dump();
+  std::this_thread::sleep_for(milliseconds(100));
+  for (const auto& m : sink_.Sent()) EXPECT_FALSE(m.has_nccl_id()) << "sent before it exists";
+  ASSERT_TRUE(WriteNcclIdFile(run_dir + "/nccl_id", SomeNcclId(1)).ok());  // as ablate-train does
+  std::vector<v1::NcclId> sent;
+  auto deadline = std::chrono::steady_clock::now() + seconds(5);
+  while (sent.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+    for (const auto& m : sink_.Sent()) {
+      if (m.has_nccl_id()) sent.push_back(m.nccl_id());
+    }
+  }
+  std::this_thread::sleep_for(milliseconds(100));  // a few more ticks: still once
+  sent.clear();
+  for (const auto& m : sink_.Sent()) {
+    if (m.has_nccl_id()) sent.push_back(m.nccl_id());
+  }
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].attempt_id(), 11);
+  EXPECT_EQ(sent[0].unique_id(), SomeNcclId(1));
+  core->Shutdown();
+}
+
+// Other nodes: the relayed id lands where the trainer waits for it, also when it arrives before
+// the Assignment.
+TEST_F(WorkerCoreTest, MultiNodeOtherRanksWriteTheRelayedIdForTheirTrainer) {
+  auto core = MakeCore();
+  v1::NcclId early;
+  early.set_attempt_id(12);
+  early.set_unique_id(SomeNcclId(2));
+  core->HandleNcclId(early);
+  core->HandleAssignment(MultiNode(Assign(12, {{"steps", 1}, {"hang", true}}), 1));
+  std::string dir12 = dir_.path() + "/work/runs/10-a12";
+  EXPECT_TRUE(Contains(TrainerArgv(dir12), {"--node-rank", "1", "--nccl-id-file",
+                                            dir12 + "/nccl_id"}));
+  Result<std::string> id12 = ReadNcclIdFile(dir12 + "/nccl_id", seconds(5));
+  ASSERT_TRUE(id12.ok()) << id12.error().message;
+  EXPECT_EQ(*id12, SomeNcclId(2));
+
+  core->HandleAssignment(MultiNode(Assign(13, {{"steps", 1}, {"hang", true}}), 1));
+  std::string dir13 = dir_.path() + "/work/runs/10-a13";
+  ASSERT_FALSE(TrainerArgv(dir13).empty());
+  EXPECT_FALSE(std::filesystem::exists(dir13 + "/nccl_id"));
+  v1::NcclId later;
+  later.set_attempt_id(13);
+  later.set_unique_id(SomeNcclId(3));
+  core->HandleNcclId(later);
+  Result<std::string> id13 = ReadNcclIdFile(dir13 + "/nccl_id", seconds(5));
+  ASSERT_TRUE(id13.ok()) << id13.error().message;
+  EXPECT_EQ(*id13, SomeNcclId(3));
+  core->Shutdown();
 }
 
 }  // namespace
