@@ -54,7 +54,7 @@ struct TrainOptions {
   // nccl_id_wait for it to appear.
   std::string nccl_id_file = "";
   std::string nccl_id = "";
-  std::chrono::milliseconds nccl_id_wait{std::chrono::minutes(2)};
+  std::chrono::milliseconds nccl_id_wait{std::chrono::minutes(10)};
 };
 
 enum class TrainStatus {
