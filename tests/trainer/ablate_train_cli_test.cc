@@ -113,6 +113,25 @@ TEST_F(AblateTrainCli, CudaBackendRefusesADeviceThatDoesNotExist) {
   EXPECT_NE(message.find("CUDA"), std::string::npos) << message;
 }
 
+// Multi-GPU options the binary refuses before touching a device, on any machine: a --gpus list
+// that is not one, and several nodes on the CPU backend.
+TEST_F(AblateTrainCli, RefusesBadGpuListsAndCpuMultiNodeBeforeAnyWork) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--backend", "cuda", "--gpus", "3-1"}, "--gpus"},
+      {{"--backend", "cuda", "--gpus", "0,0"}, "--gpus"},
+      {{"--nnodes", "2", "--nccl-id-file", "id"}, "several nodes need --backend cuda"},
+      {{"--backend", "cuda", "--nnodes", "2", "--nccl-id-file", "-"}, "node rank 0 writes the id"}};
+  for (const auto& [args, words] : cases) {
+    Child c = Spawn(Args(args));
+    std::vector<J> events;
+    EXPECT_EQ(Wait(c, &events), 2) << words;
+    ASSERT_EQ(events.size(), 1u) << words;
+    EXPECT_EQ(events[0]["event"], "error");
+    std::string message = events[0]["message"];
+    EXPECT_NE(message.find(words), std::string::npos) << message;
+  }
+}
+
 TEST_F(AblateTrainCli, SigtermCancelsAtAStepBoundary) {
   Child c = Spawn(Args({"--set", "num_iterations=100000", "--set", "val_every=0"}));
   J e = NextEvent(c);
