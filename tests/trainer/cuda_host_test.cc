@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "trainer/config/knob_schema.h"
@@ -81,6 +82,31 @@ TEST(DeviceLayout, AlignsTensorsButKeepsQkvAdjacent) {
     }
     EXPECT_GE(dev.total(), prev_end);
     EXPECT_EQ(dev.total() % cuda::DeviceLayout::kAlign, 0);
+  }
+}
+
+// The gradient all-reduce's ranges: the global tensors, then one per block, together the whole
+// buffer, each block's tensors inside its own range.
+TEST(DeviceLayout, BlockRangesCoverTheBufferInOrder) {
+  for (bool merged : {false, true}) {
+    ModelConfig m = Config({{"n_layer", 4}, {"merged_qkv", merged}, {"embed_shortcut", true},
+                            {"unet_skips", true}, {"value_embeds", 1}});
+    ParamLayout host(m);
+    cuda::DeviceLayout dev(host);
+    std::vector<int64_t> starts = dev.BlockStarts(m.n_layer);
+    ASSERT_EQ(starts.size(), size_t(m.n_layer) + 1);
+    EXPECT_GT(starts[0], 0);  // embeddings first
+    EXPECT_EQ(starts.back(), dev.total());
+    for (size_t i = 1; i < starts.size(); ++i) EXPECT_LT(starts[i - 1], starts[i]);
+    for (const ParamInfo& p : host.params()) {
+      int64_t begin = dev.Map(p.offset), end = begin + p.numel;
+      int64_t block = -1;
+      if (p.name.starts_with("blocks.")) block = std::stoll(p.name.substr(7));
+      int64_t lo = block < 0 ? 0 : starts[size_t(block)];
+      int64_t hi = block < 0 ? starts[0] : starts[size_t(block) + 1];
+      EXPECT_GE(begin, lo) << p.name;
+      EXPECT_LE(end, hi) << p.name;
+    }
   }
 }
 

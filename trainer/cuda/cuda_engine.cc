@@ -7,7 +7,6 @@
 #include "trainer/cuda/cuda_engine.h"
 
 #include <algorithm>
-#include <string>
 #include <vector>
 
 #include "trainer/cuda/cuda_context.h"
@@ -19,22 +18,6 @@
 namespace ablate::cuda {
 namespace {
 
-// [begin, end) of block i's gradients in the device layout: its first parameter up to the next
-// block's first (or the end). Blocks follow the global tensors (param_layout.cc).
-std::vector<int64_t> BlockStarts(const DeviceLayout& dev, int64_t n_layer) {
-  std::vector<int64_t> starts(size_t(n_layer) + 1, dev.total());
-  for (int64_t i = n_layer - 1; i >= 0; --i) {
-    std::string prefix = "blocks." + std::to_string(i) + ".";
-    for (const ParamInfo& p : dev.host().params()) {
-      if (p.name.rfind(prefix, 0) == 0) {
-        starts[size_t(i)] = dev.Map(p.offset);
-        break;
-      }
-    }
-  }
-  return starts;
-}
-
 class CudaEngine : public Engine {
  public:
   CudaEngine(std::unique_ptr<CudaContext> ctx, std::unique_ptr<Gpt> gpt, const OptimConfig& optim,
@@ -43,7 +26,7 @@ class CudaEngine : public Engine {
         gpt_(std::move(gpt)),
         optimizer_(optim, gpt_->device_layout(), comm.rank(), comm.world_size()),
         coll_(comm.world_size() > 1 ? comm.device() : nullptr),
-        starts_(BlockStarts(gpt_->device_layout(), gpt_->config().n_layer)) {}
+        starts_(gpt_->device_layout().BlockStarts(gpt_->config().n_layer)) {}
 
   Status Init(uint64_t seed) override {
     std::vector<float> host(size_t(gpt_->layout().total()));

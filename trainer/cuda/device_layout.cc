@@ -45,6 +45,21 @@ int64_t DeviceLayout::Map(int64_t host_offset) const {
   return device_offsets_[i] + (host_offset - ps[i].offset);
 }
 
+std::vector<int64_t> DeviceLayout::BlockStarts(int64_t n_layer) const {
+  std::vector<int64_t> starts(size_t(n_layer) + 1, total_);
+  for (int64_t i = n_layer - 1; i >= 0; --i) {
+    std::string prefix = "blocks." + std::to_string(i) + ".";
+    starts[size_t(i)] = starts[size_t(i) + 1];  // a block without tensors: an empty range
+    for (size_t k = 0; k < host_.params().size(); ++k) {
+      if (host_.params()[k].name.rfind(prefix, 0) == 0) {
+        starts[size_t(i)] = device_offsets_[k];
+        break;
+      }
+    }
+  }
+  return starts;
+}
+
 Status DeviceLayout::Upload(CudaContext& ctx, float* device, const float* host) const {
   const std::vector<ParamInfo>& ps = host_.params();
   for (size_t i = 0; i < ps.size(); ++i) {

@@ -27,6 +27,10 @@ class DeviceLayout {
   int64_t Map(int64_t host_offset) const;
   // Elements of a device buffer, padding included.
   int64_t total() const { return total_; }
+  // (n_layer + 1) boundaries: block i's tensors lie in [starts[i], starts[i + 1]) of a device
+  // buffer, the global tensors (embeddings, head, skip weights: they come first) in
+  // [0, starts[0]), and starts[n_layer] = total(). The gradient all-reduce goes by these ranges.
+  std::vector<int64_t> BlockStarts(int64_t n_layer) const;
 
   // device (total()) ← host (host().total()), tensor by tensor; the padding is left as is.
   Status Upload(CudaContext& ctx, float* device, const float* host) const;
