@@ -25,7 +25,7 @@ class CudaEngine : public Engine {
       : ctx_(std::move(ctx)),
         gpt_(std::move(gpt)),
         optimizer_(optim, gpt_->device_layout(), comm.rank(), comm.world_size()),
-        coll_(comm.world_size() > 1 ? comm.device() : nullptr),
+        coll_(comm.device()),
         starts_(gpt_->device_layout().BlockStarts(gpt_->config().n_layer)) {}
 
   Status Init(uint64_t seed) override {
@@ -105,7 +105,7 @@ class CudaEngine : public Engine {
   std::unique_ptr<CudaContext> ctx_;  // first in, last out: outlives the model and optimizer
   std::unique_ptr<Gpt> gpt_;
   Optimizer optimizer_;
-  DeviceCollectives* coll_;     // null on one rank
+  DeviceCollectives* coll_;     // null without NCCL (one rank, in-process)
   std::vector<int64_t> starts_;  // (L + 1) block gradient ranges
   CudaEvent grads_ready_, grads_reduced_;
   int64_t micro_ = 0;

@@ -67,7 +67,7 @@ Status CheckMultiGpu() {
 
 Result<std::unique_ptr<Communicators>> MakeCommunicators(const TrainOptions& o,
                                                          const RunPlan& plan) {
-  if (plan.backend == Backend::kCpu || o.world_size == 1) {
+  if (plan.backend == Backend::kCpu || (o.world_size == 1 && !o.nccl_on_one_gpu)) {
     return std::unique_ptr<Communicators>(new InProcessCommunicators(o.world_size));
   }
 #if ABLATE_HAVE_NCCL

@@ -119,7 +119,7 @@ Result<std::string> CheckCuda(const TrainOptions& o) {
     if (!n.ok()) return n.error();
     if (name.empty()) name = *n;
   }
-  if (o.world_size > 1) {
+  if (o.world_size > 1 || o.nccl_on_one_gpu) {
     Status s = CheckMultiGpu();
     if (!s.ok()) return s.error();
   }

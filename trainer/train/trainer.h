@@ -55,6 +55,9 @@ struct TrainOptions {
   std::string nccl_id_file = "";
   std::string nccl_id = "";
   std::chrono::milliseconds nccl_id_wait{std::chrono::minutes(10)};
+  // Backend cuda: NCCL even for a single rank, so that the multi-GPU path (gradient reduction
+  // hooks, events, the communicator) can be tested on one GPU.
+  bool nccl_on_one_gpu = false;
 };
 
 enum class TrainStatus {
