@@ -69,6 +69,7 @@ TEST(NcclCommunicator, WorldSizeOneOnOneGpu) {
   ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(c.device()->stream())), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(back.data(), d.get(), 16, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, host);
+  NcclCommunicator::DestroyAll(comms);
 }
 
 TEST(NcclCommunicator, CollectivesOnTwoGpus) {
@@ -98,6 +99,7 @@ TEST(NcclCommunicator, CollectivesOnTwoGpus) {
     });
   }
   for (std::thread& t : threads) t.join();
+  NcclCommunicator::DestroyAll(comms);
 }
 
 std::vector<J> RunCuda(const std::vector<int>& gpus, const J& config,

@@ -3,6 +3,7 @@
 #include "trainer/dist/nccl_communicator.h"
 
 #include <cstring>
+#include <thread>
 
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/dist/nccl_check.h"
@@ -48,6 +49,13 @@ Result<std::vector<std::unique_ptr<NcclCommunicator>>> NcclCommunicator::CreateL
     return joined.ok() ? ended.error() : joined.error();
   }
   return comms;
+}
+
+void NcclCommunicator::DestroyAll(std::vector<std::unique_ptr<NcclCommunicator>>& comms) {
+  std::vector<std::thread> threads;
+  for (std::unique_ptr<NcclCommunicator>& c : comms) threads.emplace_back([&c] { c.reset(); });
+  for (std::thread& t : threads) t.join();
+  comms.clear();
 }
 
 NcclCommunicator::~NcclCommunicator() {

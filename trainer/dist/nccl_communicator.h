@@ -32,8 +32,13 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   static Result<std::vector<std::unique_ptr<NcclCommunicator>>> CreateLocal(
       const NcclLibrary& lib, const std::string& id, int world, int first_rank,
       const std::vector<int>& devices);
+  // Destroys them all at once, each on a thread of its own: ncclCommDestroy may wait for the
+  // node's other ranks (an intra-node collective), so one thread destroying them one after the
+  // other could hang. Leaves `comms` empty.
+  static void DestroyAll(std::vector<std::unique_ptr<NcclCommunicator>>& comms);
   // Waits for the stream, then ncclCommDestroy; ncclCommAbort instead after a failed call, so a
-  // broken group does not hang the process on its way out.
+  // broken group does not hang the process on its way out. Several ranks of one process: use
+  // DestroyAll.
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;

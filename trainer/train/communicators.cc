@@ -28,6 +28,7 @@ class InProcessCommunicators : public Communicators {
 #if ABLATE_HAVE_NCCL
 class NcclCommunicators : public Communicators {
  public:
+  ~NcclCommunicators() override { NcclCommunicator::DestroyAll(comms_); }
   Communicator& at(int j) override { return *comms_[size_t(j)]; }
 
   std::unique_ptr<NcclLibrary> lib;  // declared first: destroyed after the communicators
