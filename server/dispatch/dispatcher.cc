@@ -139,6 +139,13 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     held[h.attempt_id()] = LiveAttempt{a->run_id, a->fencing_token,
                                        std::vector<int>(h.gpus().begin(), h.gpus().end())};
   }
+  // An Assignment must never overtake the Welcome: the worker closes a stream whose first answer
+  // is anything else. The session is published below, after this send.
+  v1::CoordinatorMessage first;
+  *first.mutable_welcome() = welcome;
+  if (!session->Send(first)) {
+    return absl::UnavailableError("the stream of worker " + id + " closed before its Welcome");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     WorkerState& w = workers_[id];

@@ -59,7 +59,9 @@ class Dispatcher {
   void Stop();
 
   // A worker said Hello on a new stream. Replaces an older session of the same worker id.
-  // Returns the Welcome to send (with the held attempts that are no longer current).
+  // Sends the Welcome (with the held attempts that are no longer current) on `session` before the
+  // session becomes visible to the scheduler, so that it is always the stream's first message,
+  // and returns it. UNAVAILABLE when the stream is already gone.
   absl::StatusOr<v1::Welcome> Register(const v1::Hello& hello,
                                        std::shared_ptr<WorkerSession> session);
   // The stream of `session` ended (the worker keeps its attempts until its lease runs out).

@@ -46,11 +46,9 @@ grpc::Status WorkerServiceImpl::Connect(
   }
   const std::string worker_id = msg.hello().worker_id();
   auto session = std::make_shared<StreamSession>(stream);
+  // Register sends the Welcome itself, before any Assignment can reach this stream.
   absl::StatusOr<v1::Welcome> welcome = dispatcher_->Register(msg.hello(), session);
   if (!welcome.ok()) return ToGrpc(welcome.status());
-  v1::CoordinatorMessage reply;
-  *reply.mutable_welcome() = *welcome;
-  session->Send(reply);
   while (stream->Read(&msg)) {
     std::vector<v1::CoordinatorMessage> replies;
     switch (msg.msg_case()) {

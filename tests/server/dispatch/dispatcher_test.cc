@@ -85,6 +85,19 @@ class DispatcherTest : public ::testing::Test {
   std::unique_ptr<Dispatcher> dispatcher_;
 };
 
+// The worker closes a stream whose first answer is not a Welcome, so the Welcome goes out on the
+// session before the scheduler can see it, even with runs waiting for exactly this worker.
+TEST_F(DispatcherTest, TheWelcomeIsTheFirstMessageOnANewSession) {
+  Submit(/*gpus_per_run=*/0, /*seeds=*/2);
+  auto s = Connect(HelloOf("a", 0, 2));
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::CoordinatorMessage> sent = s->Take();
+  ASSERT_GE(sent.size(), 3u);
+  EXPECT_TRUE(sent[0].has_welcome());
+  EXPECT_EQ(Assignments(sent).size(), 2u);
+  for (size_t i = 1; i < sent.size(); ++i) EXPECT_FALSE(sent[i].has_welcome());
+}
+
 TEST_F(DispatcherTest, GangRunSpansTwoNodesAndRelaysTheNcclId) {
   auto a = Connect(HelloOf("a", 8, 0));
   auto b = Connect(HelloOf("b", 8, 0));
