@@ -168,8 +168,12 @@ int RunDemo(const std::string& address, const std::string& dir) {
   std::cout << "\nresults (final val loss, time to target " << resp.sweep().target_val_loss()
             << "):\n";
   RunsCommand(*c, id, "");
-  std::cout << "\nstored in " << dir << "/ablate.db; inspect later with `ablate up --data-dir "
-            << dir << "` and `ablate sweep " << id << "`" << std::endl;
+  std::cout << "\nwhich ablations change time to target or final val loss (`ablate compare " << id
+            << "`):\n";
+  CompareCommand(*c, id, "both", /*csv=*/false);
+  std::cout << "\nstored in " << dir << "/ablate.db; to see it again in the dashboard, run `ablate up"
+            << " --data-dir " << dir << "`, then `ablate sweep " << id << "` or `ablate compare " << id
+            << "`" << std::endl;
   return watched;
 }
 
