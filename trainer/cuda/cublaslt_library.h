@@ -11,6 +11,7 @@
 #include <string>
 
 #include "trainer/config/result.h"
+#include "trainer/sys/shared_library.h"
 
 namespace ablate::cuda {
 
@@ -38,17 +39,13 @@ class CublasLtLibrary {
   // Opens the library and resolves every entry point. Error: which file could not be opened
   // (dlerror's words) or which symbol is missing.
   static Result<std::unique_ptr<CublasLtLibrary>> Load();
-  ~CublasLtLibrary();
-  CublasLtLibrary(const CublasLtLibrary&) = delete;
-  CublasLtLibrary& operator=(const CublasLtLibrary&) = delete;
 
   const CublasLtApi& api() const { return api_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return lib_->path(); }
 
  private:
-  CublasLtLibrary() = default;
-  void* handle_ = nullptr;
-  std::string path_;
+  explicit CublasLtLibrary(std::unique_ptr<SharedLibrary> lib) : lib_(std::move(lib)) {}
+  std::unique_ptr<SharedLibrary> lib_;
   CublasLtApi api_;
 };
 

@@ -2,10 +2,6 @@
 // found it in.
 #include "trainer/dist/nccl_library.h"
 
-#include <dlfcn.h>
-
-#include <vector>
-
 #include "trainer/dist/nccl_check.h"
 #include "trainer/dist/nccl_id.h"
 
@@ -17,68 +13,35 @@
 #endif
 
 namespace ablate {
-namespace {
-
-template <class Fn>
-bool Resolve(void* handle, const char* name, Fn* fn) {
-  *fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  return *fn != nullptr;
-}
 
 static_assert(sizeof(ncclUniqueId) == kNcclIdBytes, "nccl_id.h's size must be NCCL's");
 
-}  // namespace
-
 Result<std::unique_ptr<NcclLibrary>> NcclLibrary::Load() {
-  std::vector<std::string> candidates = {ABLATE_NCCL_SONAME};
-  if (std::string(ABLATE_NCCL_DIR).size() > 0) {
-    candidates.push_back(std::string(ABLATE_NCCL_DIR) + "/" + ABLATE_NCCL_SONAME);
-  }
-  std::unique_ptr<NcclLibrary> lib(new NcclLibrary());
-  std::string tried;
-  for (const std::string& path : candidates) {
-    lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib->handle_ != nullptr) {
-      lib->path_ = path;
-      break;
-    }
-    const char* why = dlerror();
-    tried += (tried.empty() ? "" : "; ") + std::string(why != nullptr ? why : path);
-  }
-  if (lib->handle_ == nullptr) {
-    return Error{"cannot load NCCL, which runs on several GPUs need (" + tried +
-                     "); install libnccl2 or put its directory on LD_LIBRARY_PATH",
-                 ""};
-  }
+  Result<std::unique_ptr<SharedLibrary>> opened = SharedLibrary::OpenFirst(
+      LibraryCandidates(ABLATE_NCCL_SONAME, ABLATE_NCCL_DIR), "NCCL, which runs on several GPUs need",
+      "install libnccl2 or put its directory on LD_LIBRARY_PATH");
+  if (!opened.ok()) return opened.error();
+  std::unique_ptr<NcclLibrary> lib(new NcclLibrary(std::move(opened).value()));
+  const SharedLibrary& so = *lib->lib_;
   NcclApi& a = lib->api_;
-  void* h = lib->handle_;
-  struct Entry {
-    const char* name;
-    bool ok;
-  };
-  const Entry entries[] = {
-      {"ncclGetVersion", Resolve(h, "ncclGetVersion", &a.GetVersion)},
-      {"ncclGetErrorString", Resolve(h, "ncclGetErrorString", &a.GetErrorString)},
-      {"ncclGetUniqueId", Resolve(h, "ncclGetUniqueId", &a.GetUniqueId)},
-      {"ncclCommInitRank", Resolve(h, "ncclCommInitRank", &a.CommInitRank)},
-      {"ncclCommDestroy", Resolve(h, "ncclCommDestroy", &a.CommDestroy)},
-      {"ncclCommAbort", Resolve(h, "ncclCommAbort", &a.CommAbort)},
-      {"ncclCommGetAsyncError", Resolve(h, "ncclCommGetAsyncError", &a.CommGetAsyncError)},
-      {"ncclAllReduce", Resolve(h, "ncclAllReduce", &a.AllReduce)},
-      {"ncclReduceScatter", Resolve(h, "ncclReduceScatter", &a.ReduceScatter)},
-      {"ncclAllGather", Resolve(h, "ncclAllGather", &a.AllGather)},
-      {"ncclBroadcast", Resolve(h, "ncclBroadcast", &a.Broadcast)},
-      {"ncclGroupStart", Resolve(h, "ncclGroupStart", &a.GroupStart)},
-      {"ncclGroupEnd", Resolve(h, "ncclGroupEnd", &a.GroupEnd)},
-  };
-  for (const Entry& e : entries) {
-    if (!e.ok) return Error{lib->path_ + " has no symbol " + e.name, ""};
+  for (const Status& s : {
+           so.Resolve("ncclGetVersion", &a.GetVersion),
+           so.Resolve("ncclGetErrorString", &a.GetErrorString),
+           so.Resolve("ncclGetUniqueId", &a.GetUniqueId),
+           so.Resolve("ncclCommInitRank", &a.CommInitRank),
+           so.Resolve("ncclCommDestroy", &a.CommDestroy),
+           so.Resolve("ncclCommAbort", &a.CommAbort),
+           so.Resolve("ncclCommGetAsyncError", &a.CommGetAsyncError),
+           so.Resolve("ncclAllReduce", &a.AllReduce),
+           so.Resolve("ncclReduceScatter", &a.ReduceScatter),
+           so.Resolve("ncclAllGather", &a.AllGather),
+           so.Resolve("ncclBroadcast", &a.Broadcast),
+           so.Resolve("ncclGroupStart", &a.GroupStart),
+           so.Resolve("ncclGroupEnd", &a.GroupEnd),
+       }) {
+    if (!s.ok()) return s.error();
   }
   return lib;
-}
-
-NcclLibrary::~NcclLibrary() {
-  if (handle_ != nullptr) dlclose(handle_);
 }
 
 std::string NcclLibrary::Version() const {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "trainer/config/result.h"
+#include "trainer/sys/shared_library.h"
 
 namespace ablate {
 
@@ -37,12 +38,9 @@ class NcclLibrary {
  public:
   // Error: which file could not be opened (dlerror's words) or which symbol is missing.
   static Result<std::unique_ptr<NcclLibrary>> Load();
-  ~NcclLibrary();
-  NcclLibrary(const NcclLibrary&) = delete;
-  NcclLibrary& operator=(const NcclLibrary&) = delete;
 
   const NcclApi& api() const { return api_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return lib_->path(); }
   // "2.28.3".
   std::string Version() const;
   // A fresh unique id (kNcclIdBytes bytes). NCCL's bootstrap root starts listening in this
@@ -51,9 +49,8 @@ class NcclLibrary {
   Result<std::string> NewUniqueId() const;
 
  private:
-  NcclLibrary() = default;
-  void* handle_ = nullptr;
-  std::string path_;
+  explicit NcclLibrary(std::unique_ptr<SharedLibrary> lib) : lib_(std::move(lib)) {}
+  std::unique_ptr<SharedLibrary> lib_;
   NcclApi api_;
 };
 
