@@ -110,7 +110,7 @@ TEST(SeedAblations, DesignTextSoftcapThirtyIsANoOpOnR20) {
 TEST(DemoTiny, RunsTheSeedAblationsOnOneCpuSlot) {
   ExpandedSweep s = MustParse(ReadExample("demo-tiny.yaml"), "demo-tiny.yaml");
   EXPECT_EQ(s.variants.size(), 6u);
-  EXPECT_EQ(s.runs.size(), 12u);
+  EXPECT_EQ(s.runs.size(), 18u);  // 6 variants x 3 seeds
   EXPECT_EQ(s.sweep.scale, "tiny");
   EXPECT_EQ(s.sweep.gpus_per_run, 0);
   EXPECT_EQ(s.sweep.dataset, "debian-text");
