@@ -4,7 +4,7 @@
 import {getJson, getJsonOrNull, live, mergePoints, num, serverNow} from '../api.js';
 import {aggregate, colorOf, drawChart, followWidth, grid, resample, xy} from '../chart.js';
 import {badge, diffLines, fill, fmtDuration, fmtLoss, fmtMeanStd, fmtTime, h, meanStd,
-  progressBar, stateName} from '../dom.js';
+  progressBar, stateName, table} from '../dom.js';
 import {compareTable} from './compare.js';
 
 const SERIES = 'train_loss,val_loss';
@@ -175,20 +175,12 @@ function layout(root, page) {
 
 function drawTables(page) {
   fill(page.el.head, header(page));
-  fill(page.el.variants, h('h2', {}, 'Variants'), tableOf(
+  fill(page.el.variants, h('h2', {}, 'Variants'), table(
     ['variant', 'diff vs baseline', 'runs', 'finished', 'running', 'final val loss', 'time to target'],
-    variantRows(page), 'variant-table'));
-  fill(page.el.runs, h('h2', {}, 'Runs'), tableOf(
+    variantRows(page), {class: 'list', id: 'variant-table'}));
+  fill(page.el.runs, h('h2', {}, 'Runs'), table(
     ['run', 'variant', 'seed', 'state', 'steps', 'final val loss', 'time to target', 'worker', 'error'],
-    runRows(page), 'run-table'));
-}
-
-function tableOf(headers, rows, id) {
-  return h('table', {class: 'list', id},
-    h('thead', {}, h('tr', {}, headers.map((x) => h('th', {}, x)))),
-    h('tbody', {}, rows.map((r) => Array.isArray(r)
-      ? h('tr', {}, r.map((c) => h('td', {}, c)))
-      : h('tr', r.attrs, r.cells.map((c) => h('td', {}, c))))));
+    runRows(page), {class: 'list', id: 'run-table'}));
 }
 
 function drawCharts(page) {
