@@ -44,6 +44,12 @@ bool Drain(int fd, Clock::time_point deadline, std::string& out) {
 
 }  // namespace
 
+std::string Trim(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t\r\n"));
+  s.erase(s.find_last_not_of(" \t\r\n") + 1);
+  return s;
+}
+
 std::string SelfDirectory() {
   char buf[4096];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);

@@ -31,6 +31,9 @@ absl::StatusOr<std::string> FindExecutable(const std::string& name,
 // The directory of the running binary ("" when unknown).
 std::string SelfDirectory();
 
+// `s` without leading and trailing spaces, tabs, CRs and LFs (command output, CSV fields, files).
+std::string Trim(std::string s);
+
 }  // namespace ablate::worker
 
 #endif  // ABLATE_WORKER_COMMAND_H_

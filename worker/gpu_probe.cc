@@ -9,12 +9,6 @@
 namespace ablate::worker {
 namespace {
 
-std::string Trim(std::string s) {
-  s.erase(0, s.find_first_not_of(" \t\r\n"));
-  s.erase(s.find_last_not_of(" \t\r\n") + 1);
-  return s;
-}
-
 bool ParseInt(const std::string& text, long long& out) {
   std::string t = Trim(text);
   if (t.empty()) return false;

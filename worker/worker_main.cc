@@ -79,12 +79,6 @@ std::string HostName() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "localhost";
 }
 
-std::string Trim(std::string s) {
-  s.erase(0, s.find_first_not_of(" \t\r\n"));
-  s.erase(s.find_last_not_of(" \t\r\n") + 1);
-  return s;
-}
-
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
   if (path.empty()) return std::string();
   std::ifstream in(path);
