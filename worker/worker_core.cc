@@ -17,8 +17,8 @@ int64_t SteadyMs() {
       .count();
 }
 
-std::string RunDirName(const v1::Assignment& a) {
-  return std::to_string(a.run_id()) + "-a" + std::to_string(a.attempt_id());
+std::string RunDir(const std::string& work_dir, const v1::Assignment& a) {
+  return work_dir + "/runs/" + std::to_string(a.run_id()) + "-a" + std::to_string(a.attempt_id());
 }
 
 }  // namespace
@@ -81,7 +81,7 @@ void WorkerCore::HandleAssignment(const v1::Assignment& as) {
             (as.node_rank() == 0 ? "; its NCCL id goes to the other nodes once the trainer makes it"
                                  : "; the trainer waits for node 0's NCCL id"));
     if (early && as.node_rank() > 0) {
-      Record(WriteRelayedId(*early, NcclIdPath(SpecFor(as).run_dir)));
+      Record(WriteRelayedId(*early, NcclIdPath(RunDir(options_.work_dir, as))));
     }
   }
   LogLine("run " + std::to_string(as.run_id()) + " attempt " + std::to_string(as.attempt_id()) +
@@ -90,7 +90,7 @@ void WorkerCore::HandleAssignment(const v1::Assignment& as) {
 }
 
 RunSpec WorkerCore::SpecFor(const v1::Assignment& as) const {
-  std::string run_dir = options_.work_dir + "/runs/" + RunDirName(as);
+  std::string run_dir = RunDir(options_.work_dir, as);
   std::vector<std::string> args = options_.trainer_args;
   for (std::string& a : TopologyArgs(as, NcclIdPath(run_dir))) args.push_back(std::move(a));
   return RunSpec{options_.trainer_path,
@@ -115,7 +115,7 @@ void WorkerCore::HandleNcclId(const v1::NcclId& id) {
   }
   if (a->assignment.node_rank() == 0) return;  // our own id, echoed
   LogLine("attempt " + std::to_string(id.attempt_id()) + ": NCCL id from node 0 received");
-  Record(WriteRelayedId(id, NcclIdPath(SpecFor(a->assignment).run_dir)));
+  Record(WriteRelayedId(id, NcclIdPath(RunDir(options_.work_dir, a->assignment))));
 }
 
 void WorkerCore::RelayNcclIds() {
@@ -129,7 +129,8 @@ void WorkerCore::RelayNcclIds() {
   }
   for (const std::shared_ptr<Attempt>& a : waiting) {
     int64_t attempt_id = a->assignment.attempt_id();
-    std::optional<v1::NcclId> id = ReadLocalId(attempt_id, NcclIdPath(SpecFor(a->assignment).run_dir));
+    std::optional<v1::NcclId> id =
+        ReadLocalId(attempt_id, NcclIdPath(RunDir(options_.work_dir, a->assignment)));
     if (!id) continue;
     v1::WorkerMessage m;
     *m.mutable_nccl_id() = *id;
