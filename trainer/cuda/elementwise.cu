@@ -18,18 +18,14 @@ namespace {
 
 using kernel::BlockSum;
 using kernel::FromFloat;
+using kernel::GlobalThread;
 using kernel::GridFor;
+using kernel::GridStride;
 using kernel::ToFloat;
 using kernel::WarpSum;
 
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / 32;  // one warp per row
-
-// Grid-stride loop index helpers.
-__device__ __forceinline__ int64_t GlobalThread() {
-  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() { return int64_t(gridDim.x) * blockDim.x; }
 
 // ---- Embedding ----------------------------------------------------------------------------
 

@@ -34,6 +34,12 @@ inline unsigned int GridFor(int64_t n, int threads) {
   return blocks < 1 ? 1u : unsigned(blocks);
 }
 
+// Grid-stride loop index helpers.
+__device__ __forceinline__ int64_t GlobalThread() {
+  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t GridStride() { return int64_t(gridDim.x) * blockDim.x; }
+
 __device__ __forceinline__ float WarpSum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;

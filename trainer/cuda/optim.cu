@@ -10,15 +10,12 @@ namespace {
 
 using kernel::BlockSum;
 using kernel::FromFloat;
+using kernel::GlobalThread;
 using kernel::GridFor;
+using kernel::GridStride;
 using kernel::ToFloat;
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ int64_t GlobalThread() {
-  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() { return int64_t(gridDim.x) * blockDim.x; }
 
 // ---- Adam ----------------------------------------------------------------------------------
 
