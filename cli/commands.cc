@@ -17,9 +17,6 @@
 #include "trainer/config/presets.h"
 
 namespace ablate {
-namespace {
-
-using nlohmann::json;
 
 std::string StateName(v1::SweepState s) {
   std::string n = v1::SweepState_Name(s);
@@ -34,6 +31,10 @@ std::string StateName(v1::RunState s) {
   for (char& ch : n) ch = static_cast<char>(std::tolower(ch));
   return n;
 }
+
+namespace {
+
+using nlohmann::json;
 
 template <class Enum>
 bool ParseState(const std::string& text, Enum* out, bool (*parse)(const std::string&, Enum*),

@@ -10,6 +10,10 @@
 
 namespace ablate {
 
+// "running", "succeeded", ...: the enum's name without its prefix, lower case.
+std::string StateName(v1::SweepState s);
+std::string StateName(v1::RunState s);
+
 int SubmitCommand(Client& c, const std::string& spec_path, bool dry_run);
 int SweepsCommand(Client& c, const std::string& state, const std::string& tag, int limit);
 int SweepCommand(Client& c, int64_t id);

@@ -21,13 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string RunStateText(v1::RunState s) {
-  std::string n = v1::RunState_Name(s);
-  n = n.substr(n.find('_') + 1);
-  for (char& ch : n) ch = static_cast<char>(std::tolower(ch));
-  return n;
-}
-
 template <class T>
 json OrNull(bool has, T value) {
   return has ? json(value) : json(nullptr);
@@ -68,7 +61,7 @@ json RunJson(const v1::ExportedRun& e) {
               {"variant_id", r.variant_id()},
               {"variant", r.variant_name()},
               {"seed", r.seed()},
-              {"state", RunStateText(r.state())},
+              {"state", StateName(r.state())},
               {"attempts_used", r.attempts_used()},
               {"error", r.error()},
               {"summary", SummaryJson(r.summary())},
@@ -92,7 +85,7 @@ std::vector<std::string> RunCells(const v1::Run& r) {
           std::to_string(r.variant_id()),
           CsvText(r.variant_name()),
           std::to_string(r.seed()),
-          RunStateText(r.state()),
+          StateName(r.state()),
           CsvNumber(s.has_final_val_loss(), s.final_val_loss()),
           s.reached_target() ? "true" : "false",
           CsvNumber(s.has_time_to_target_ms(), s.time_to_target_ms()),
