@@ -215,10 +215,7 @@ int Serve(const Flags& f) {
   std::string host = f.listen.substr(0, f.listen.rfind(':'));
   std::cout << "ablate-coordinator listening on " << host << ":" << port << " (data "
             << dir << "/ablate.db, schema v" << (*store)->SchemaVersion() << ")" << std::endl;
-  if (!f.port_file.empty()) {
-    std::ofstream(f.port_file + ".tmp") << port << "\n";
-    std::filesystem::rename(f.port_file + ".tmp", f.port_file, ec);
-  }
+  WritePortFile(f.port_file, port);
   std::thread waiter = WaitForSignal(signals, [&](int sig) {
     std::cerr << "ablate-coordinator: signal " << sig << ", shutting down" << std::endl;
     feed.Close();
