@@ -157,14 +157,9 @@ class CudaTraining : public testing::CudaTest {};
 
 std::vector<J> RunTrain(const J& config, Backend backend, const testing::TempDir& dir) {
   TrainOptions o;
-  o.train_files = {dir.File("train_000.bin")};
-  o.val_files = {dir.File("val_000.bin")};
   o.backend = backend;
   o.threads = 2;
-  MemorySink sink;
-  TrainOutcome out = Train(config, o, sink);
-  EXPECT_EQ(out.status, TrainStatus::kOk) << out.message;
-  return sink.events();
+  return testing::TrainEvents(config, o, dir);
 }
 
 std::vector<double> Losses(const std::vector<J>& events, const char* kind, const char* field) {

@@ -102,28 +102,16 @@ TEST(NcclCommunicator, CollectivesOnTwoGpus) {
   NcclCommunicator::DestroyAll(comms);
 }
 
+using testing::Losses;
+
 std::vector<J> RunCuda(const std::vector<int>& gpus, const J& config,
                        const testing::TempDir& dir, bool nccl_on_one_gpu = false) {
   TrainOptions o;
   o.nccl_on_one_gpu = nccl_on_one_gpu;
-  o.train_files = {dir.File("train_000.bin")};
-  o.val_files = {dir.File("val_000.bin")};
   o.backend = Backend::kCuda;
   o.gpus = gpus;
   o.threads = 2;
-  MemorySink sink;
-  TrainOutcome out = Train(config, o, sink);
-  EXPECT_EQ(out.status, TrainStatus::kOk) << out.message;
-  return sink.events();
-}
-
-std::vector<double> Losses(const std::vector<J>& events) {
-  std::vector<double> out;
-  for (const J& e : events) {
-    if (e["event"] == "step") out.push_back(e["train_loss"]);
-    if (e["event"] == "val") out.push_back(e["val_loss"]);
-  }
-  return out;
+  return testing::TrainEvents(config, o, dir);
 }
 
 // Same global batch (256 tokens: 2 micro-batches on one GPU, 1 on each of two), same seed and

@@ -49,25 +49,13 @@ TEST(InProcessCommunicator, Collectives) {
   });
 }
 
+using testing::Losses;
+
 std::vector<J> RunTraining(int world, const J& config, const testing::TempDir& dir) {
-  MemorySink sink;
   TrainOptions o;
-  o.train_files = {dir.File("train_000.bin")};
-  o.val_files = {dir.File("val_000.bin")};
   o.world_size = world;
   o.threads = world;
-  TrainOutcome out = Train(config, o, sink);
-  EXPECT_EQ(out.status, TrainStatus::kOk) << out.message;
-  return sink.events();
-}
-
-std::vector<double> Losses(const std::vector<J>& events) {
-  std::vector<double> out;
-  for (const J& e : events) {
-    if (e["event"] == "step") out.push_back(e["train_loss"]);
-    if (e["event"] == "val") out.push_back(e["val_loss"]);
-  }
-  return out;
+  return testing::TrainEvents(config, o, dir);
 }
 
 TEST(Distributed, OneTwoFourRanksMatch) {

@@ -1,7 +1,10 @@
-// Shared pieces of the training tests: a scratch directory with generated token shards and a
-// tiny canonical config that trains in well under a second per step.
+// Shared pieces of the training tests: a scratch directory with generated token shards, a
+// tiny canonical config that trains in well under a second per step, and a run on those shards
+// with its loss curve.
 #ifndef ABLATE_TESTS_TRAINER_TRAIN_FIXTURE_H_
 #define ABLATE_TESTS_TRAINER_TRAIN_FIXTURE_H_
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -12,6 +15,8 @@
 #include "tests/trainer/data/temp_dir.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/data/shard_writer.h"
+#include "trainer/train/event_sink.h"
+#include "trainer/train/trainer.h"
 
 namespace ablate::testing {
 
@@ -51,6 +56,28 @@ inline nlohmann::json TinyTrainConfig(const nlohmann::json& overrides = nlohmann
                       {"muon.momentum_warmup_steps", 4}};
   c.update(overrides);
   return *CanonicalizeConfig(c);
+}
+
+// Train() on the shards of `dir` (WriteShards) with options `o`; the run must end ok. Returns
+// its events.
+inline std::vector<nlohmann::json> TrainEvents(const nlohmann::json& config, TrainOptions o,
+                                               const TempDir& dir) {
+  o.train_files = {dir.File("train_000.bin")};
+  o.val_files = {dir.File("val_000.bin")};
+  MemorySink sink;
+  TrainOutcome out = Train(config, o, sink);
+  EXPECT_EQ(out.status, TrainStatus::kOk) << out.message;
+  return sink.events();
+}
+
+// The train and validation losses, in event order.
+inline std::vector<double> Losses(const std::vector<nlohmann::json>& events) {
+  std::vector<double> out;
+  for (const nlohmann::json& e : events) {
+    if (e["event"] == "step") out.push_back(e["train_loss"]);
+    if (e["event"] == "val") out.push_back(e["val_loss"]);
+  }
+  return out;
 }
 
 }  // namespace ablate::testing
