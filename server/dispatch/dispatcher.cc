@@ -161,7 +161,6 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     w.last_heartbeat_ms = Now();
     w.gpu_indices.clear();
     for (const v1::Gpu& g : hello.gpus()) w.gpu_indices.push_back(g.index());
-    w.total_gpus = hello.gpus_size();
     w.cpu_slots = hello.cpu_slots();
     w.datasets = record.datasets;
     w.attempts = std::move(held);
@@ -385,7 +384,8 @@ std::vector<NodeCapacity> Dispatcher::Capacity() const {
   int64_t now = Now();
   for (const auto& [worker_id, w] : workers_) {
     if (!w.session || now - w.last_heartbeat_ms > options_.lease_ms) continue;
-    NodeCapacity n{worker_id, w.total_gpus, w.gpu_indices, w.cpu_slots, w.datasets};
+    NodeCapacity n{worker_id, static_cast<int>(w.gpu_indices.size()), w.gpu_indices, w.cpu_slots,
+                   w.datasets};
     for (const auto& [attempt_id, live] : w.attempts) {
       if (live.gpus.empty()) --n.free_cpu_slots;
       for (int g : live.gpus) std::erase(n.free_gpus, g);

@@ -107,7 +107,6 @@ class Dispatcher {
   struct WorkerState {
     std::shared_ptr<WorkerSession> session;  // null while disconnected
     int64_t last_heartbeat_ms = 0;
-    int total_gpus = 0;
     std::vector<int> gpu_indices;
     int cpu_slots = 0;
     std::vector<std::string> datasets;
