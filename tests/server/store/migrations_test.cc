@@ -38,7 +38,7 @@ TEST(MigrationsTest, EmbeddedTableIsSortedAndNamed) {
 
 TEST(MigrationsTest, FreshDatabaseHasEveryTableAndTheLatestVersion) {
   TempDir dir;
-  const std::string path = dir.File("fresh.db");
+  const std::string path = dir.path() + "/fresh.db";
   {
     auto store = OpenOrDie(path);
     ASSERT_NE(store, nullptr);
@@ -65,7 +65,7 @@ TEST(MigrationsTest, FreshDatabaseHasEveryTableAndTheLatestVersion) {
 
 TEST(MigrationsTest, UpgradeFromVersionOneKeepsData) {
   TempDir dir;
-  const std::string path = dir.File("old.db");
+  const std::string path = dir.path() + "/old.db";
   int64_t sweep_id = 0;
   {
     StoreOptions v1;
@@ -95,7 +95,7 @@ TEST(MigrationsTest, UpgradeFromVersionOneKeepsData) {
 
 TEST(MigrationsTest, RefusesDatabaseFromNewerCoordinator) {
   TempDir dir;
-  const std::string path = dir.File("x.db");
+  const std::string path = dir.path() + "/x.db";
   ASSERT_NE(OpenOrDie(path), nullptr);
   {
     auto c = Connection::Open(path, ConnectionOptions{});
@@ -111,7 +111,7 @@ TEST(MigrationsTest, RefusesDatabaseFromNewerCoordinator) {
 
 TEST(MigrationsTest, OlderCoordinatorRefusesUpgradedDatabase) {
   TempDir dir;
-  const std::string path = dir.File("y.db");
+  const std::string path = dir.path() + "/y.db";
   ASSERT_NE(OpenOrDie(path), nullptr);
   StoreOptions v1;
   v1.max_migrations = 1;
@@ -123,7 +123,7 @@ TEST(MigrationsTest, OlderCoordinatorRefusesUpgradedDatabase) {
 
 TEST(MigrationsTest, FailingMigrationLeavesPreviousVersion) {
   TempDir dir;
-  auto c = Connection::Open(dir.File("z.db"), ConnectionOptions{});
+  auto c = Connection::Open(dir.path() + "/z.db", ConnectionOptions{});
   ASSERT_TRUE(c.ok());
   const Migration bad[] = {{1, "ok", "CREATE TABLE a (x INTEGER)"},
                            {2, "broken", "CREATE TABLE b (x INTEGER); SELECT * FROM missing"}};

@@ -19,7 +19,7 @@ void PrintTo(Where where, std::ostream* os) { *os << (where == Where::kFile ? "f
 
 class StoreConcurrencyTest : public ::testing::TestWithParam<Where> {
  protected:
-  std::string Path() { return GetParam() == Where::kFile ? dir_.File("c.db") : ":memory:"; }
+  std::string Path() { return GetParam() == Where::kFile ? dir_.path() + "/c.db" : ":memory:"; }
   testing::TempDir dir_;
 };
 
@@ -113,7 +113,7 @@ INSTANTIATE_TEST_SUITE_P(FileAndMemory, StoreConcurrencyTest,
 
 TEST(StoreReopenTest, ReopeningAFileKeepsEverything) {
   testing::TempDir dir;
-  const std::string path = dir.File("reopen.db");
+  const std::string path = dir.path() + "/reopen.db";
   int64_t sweep_id = 0, run_id = 0, attempt_id = 0;
   {
     auto store = OpenOrDie(path);

@@ -1,4 +1,4 @@
-// Helpers shared by the store tests: a temporary directory, a fake clock and a small sweep.
+// Helpers shared by the store tests: a fake clock and a small sweep (TempDir from tests/util).
 #ifndef ABLATE_TESTS_SERVER_STORE_STORE_TEST_UTIL_H_
 #define ABLATE_TESTS_SERVER_STORE_STORE_TEST_UTIL_H_
 
@@ -12,25 +12,9 @@
 #include "gtest/gtest.h"
 #include "server/core/model.h"
 #include "server/store/store.h"
+#include "tests/util/subprocess.h"  // TempDir
 
 namespace ablate::testing {
-
-// A fresh directory under the system temp dir, removed with everything in it at the end.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ablate-store-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 // A clock the test moves by hand; starts at 1'000'000 ms.
 class FakeClock {

@@ -36,7 +36,7 @@ int64_t CountRows(const std::string& path) {
 
 TEST(WriterTest, QueuedWritesShareTransactionsAndFailuresStayPrivate) {
   testing::TempDir dir;
-  const std::string path = dir.File("w.db");
+  const std::string path = dir.path() + "/w.db";
   Writer writer(OpenTable(path), /*max_batch=*/64);
   absl::Notification release;
   // Hold the writer thread inside one job while the others queue up behind it.
@@ -76,7 +76,7 @@ TEST(WriterTest, QueuedWritesShareTransactionsAndFailuresStayPrivate) {
 
 TEST(WriterTest, WriteAfterFailureStillCommits) {
   testing::TempDir dir;
-  const std::string path = dir.File("w.db");
+  const std::string path = dir.path() + "/w.db";
   Writer writer(OpenTable(path), 8);
   EXPECT_TRUE(writer.Write([](Connection& c) { return InsertValue(c, 1); }).ok());
   absl::Status bad = writer.Write([](Connection& c) {
@@ -91,7 +91,7 @@ TEST(WriterTest, WriteAfterFailureStillCommits) {
 
 TEST(WriterTest, EachCallerReturnsAfterItsOwnWriteIsCommitted) {
   testing::TempDir dir;
-  const std::string path = dir.File("w.db");
+  const std::string path = dir.path() + "/w.db";
   Writer writer(OpenTable(path), /*max_batch=*/4);  // small batches: many commits, many wakeups
   constexpr int kThreads = 16;
   constexpr int kWritesPerThread = 25;
@@ -123,7 +123,7 @@ TEST(WriterTest, EachCallerReturnsAfterItsOwnWriteIsCommitted) {
 
 TEST(ConnectionTest, ExecCachedRunsOneStatementRepeatedlyAndReportsErrors) {
   testing::TempDir dir;
-  std::unique_ptr<Connection> c = OpenTable(dir.File("c.db"));
+  std::unique_ptr<Connection> c = OpenTable(dir.path() + "/c.db");
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(c->ExecCached("BEGIN IMMEDIATE").ok());
     ASSERT_TRUE(c->ExecCached("SAVEPOINT job").ok());
