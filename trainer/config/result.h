@@ -55,4 +55,12 @@ class [[nodiscard]] Result {
 
 }  // namespace ablate
 
+// Propagates a failed Status (any expression of type Status) from a function that returns
+// Status or Result<T>.
+#define ABLATE_RETURN_IF_ERROR(...)                          \
+  do {                                                       \
+    ::ablate::Status ablate_status_ = (__VA_ARGS__);         \
+    if (!ablate_status_.ok()) return ablate_status_.error(); \
+  } while (0)
+
 #endif  // ABLATE_TRAINER_CONFIG_RESULT_H_

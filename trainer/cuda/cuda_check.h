@@ -49,11 +49,4 @@ Error CublasError(cublasStatus_t code, const char* what, const char* file, int l
     }                                                                                         \
   } while (0)
 
-// Propagates a failed Status (any expression of type Status).
-#define ABLATE_RETURN_IF_ERROR(...)                          \
-  do {                                                       \
-    ::ablate::Status ablate_status_ = (__VA_ARGS__);         \
-    if (!ablate_status_.ok()) return ablate_status_.error(); \
-  } while (0)
-
 #endif  // ABLATE_TRAINER_CUDA_CUDA_CHECK_H_

@@ -1,6 +1,9 @@
 // Device probing and the context's resources.
 #include "trainer/cuda/cuda_context.h"
 
+#include <chrono>
+#include <thread>
+
 #include "trainer/cuda/cuda_check.h"
 
 namespace ablate::cuda {
@@ -32,13 +35,16 @@ Result<DeviceInfo> ProbeDevice(int index) {
   return info;
 }
 
-Result<std::unique_ptr<CudaContext>> CudaContext::Create(int device) {
+Result<std::unique_ptr<CudaContext>> CudaContext::Create(int device,
+                                                         const std::atomic<bool>* abort) {
   Result<DeviceInfo> info = ProbeDevice(device);
   if (!info.ok()) return info.error();
   std::unique_ptr<CudaContext> ctx(new CudaContext());
   ctx->info_ = *info;
+  ctx->abort_ = abort;
   ABLATE_RETURN_IF_ERROR(ctx->MakeCurrent());
   ABLATE_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));
+  ABLATE_RETURN_IF_ERROR(ctx->drained_.Create());
   Result<std::unique_ptr<CublasLtLibrary>> lib = CublasLtLibrary::Load();
   if (!lib.ok()) return lib.error();
   ctx->lib_ = std::move(lib).value();
@@ -60,9 +66,29 @@ Status CudaContext::MakeCurrent() const {
   return {};
 }
 
-Status CudaContext::Synchronize() const {
-  ABLATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return {};
+Status CudaContext::Synchronize() {
+  ABLATE_RETURN_IF_ERROR(drained_.Record(stream_));
+  return Wait(drained_);
+}
+
+// Yields for the first ~millisecond (a short wait costs no sleep granularity), then sleeps in
+// 50 µs steps: a waiting rank thread should not take a core from the data loaders.
+Status CudaContext::Wait(const CudaEvent& event) const {
+  for (int polls = 0;; ++polls) {
+    cudaError_t e = cudaEventQuery(event.get());
+    if (e == cudaSuccess) return {};
+    if (e != cudaErrorNotReady) return CudaError(e, "cudaEventQuery", __FILE__, __LINE__);
+    if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) {
+      return Error{"stopped waiting for GPU " + std::to_string(info_.index) +
+                       ": another rank of this run failed",
+                   ""};
+    }
+    if (polls < 2000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
 }
 
 Status CudaContext::ToDevice(void* dst, const void* src, int64_t bytes) {
@@ -74,8 +100,7 @@ Status CudaContext::ToDevice(void* dst, const void* src, int64_t bytes) {
 Status CudaContext::ToHost(void* dst, const void* src, int64_t bytes) {
   if (bytes == 0) return {};
   ABLATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToHost, stream_));
-  ABLATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return {};
+  return Synchronize();
 }
 
 }  // namespace ablate::cuda

@@ -8,6 +8,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "trainer/config/result.h"
 #include "trainer/cuda/cublaslt_library.h"
+#include "trainer/cuda/cuda_event.h"
 #include "trainer/cuda/device_buffer.h"
 
 namespace ablate::cuda {
@@ -46,8 +48,11 @@ class CudaContext {
   static constexpr int64_t kWorkspaceBytes = int64_t(32) << 20;
 
   // Makes `device` current on the calling thread, creates a non-blocking stream, loads
-  // cuBLASLt and creates its handle, and allocates the workspace and scratch.
-  static Result<std::unique_ptr<CudaContext>> Create(int device);
+  // cuBLASLt and creates its handle, and allocates the workspace and scratch. abort (optional,
+  // must outlive the context): once set, host waits give up with an error instead of waiting
+  // for device work that may never finish (a peer rank's collective that will not come).
+  static Result<std::unique_ptr<CudaContext>> Create(int device,
+                                                     const std::atomic<bool>* abort = nullptr);
   ~CudaContext();
   CudaContext(const CudaContext&) = delete;
   CudaContext& operator=(const CudaContext&) = delete;
@@ -55,7 +60,10 @@ class CudaContext {
   // cudaSetDevice for the calling thread (the current device is per host thread).
   Status MakeCurrent() const;
   // Waits for all work queued on stream().
-  Status Synchronize() const;
+  Status Synchronize();
+  // Waits on the host until `event`'s last record has completed. Every host wait of the
+  // backend comes here: it polls, so a set abort flag ends it.
+  Status Wait(const CudaEvent& event) const;
 
   const DeviceInfo& device() const { return info_; }
   cudaStream_t stream() const { return stream_; }
@@ -65,7 +73,8 @@ class CudaContext {
   float* reduce_scratch() { return scratch_.get(); }
   std::unordered_map<std::string, GemmAlgo>& gemm_algos() { return gemm_algos_; }
 
-  // Stream-ordered copies. ToHost waits for the copy (and all earlier work) to finish.
+  // Stream-ordered copies. ToHost waits for the copy (and all earlier work) to finish. ToDevice
+  // from pageable memory may wait for the stream; per-step inputs use pinned buffers instead.
   Status ToDevice(void* dst, const void* src, int64_t bytes);
   Status ToHost(void* dst, const void* src, int64_t bytes);
 
@@ -73,7 +82,9 @@ class CudaContext {
   CudaContext() = default;
 
   DeviceInfo info_;
+  const std::atomic<bool>* abort_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  CudaEvent drained_;  // Synchronize's mark
   std::unique_ptr<CublasLtLibrary> lib_;
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer<uint8_t> workspace_;

@@ -4,6 +4,12 @@
 // step's last micro-batch each block's gradients are reduced as soon as its backward is queued,
 // the embeddings, head and global scalars after the whole backward; the optimizer's stream
 // waits for the last of them (events, no host wait).
+//
+// A step's report (loss, data failure, stop) goes into a 3-float device vector, is averaged
+// over ranks on the communication stream, and comes back through pinned memory; its clock is a
+// pair of timing events on the compute stream. Two report slots alternate, so step s + 1 is
+// queued while step s is still running. Nothing in a step waits on the host except the staging
+// of a micro-batch two ahead of the device (gpt.cc).
 #include "trainer/cuda/cuda_engine.h"
 
 #include <algorithm>
@@ -26,7 +32,8 @@ class CudaEngine : public Engine {
         gpt_(std::move(gpt)),
         optimizer_(optim, gpt_->device_layout(), comm.rank(), comm.world_size()),
         coll_(comm.device()),
-        starts_(gpt_->device_layout().BlockStarts(gpt_->config().n_layer)) {}
+        starts_(gpt_->device_layout().BlockStarts(gpt_->config().n_layer)),
+        rank_(comm.rank()) {}
 
   Status Init(uint64_t seed) override {
     std::vector<float> host(size_t(gpt_->layout().total()));
@@ -36,6 +43,13 @@ class CudaEngine : public Engine {
       ABLATE_RETURN_IF_ERROR(grads_ready_.Create());
       ABLATE_RETURN_IF_ERROR(grads_reduced_.Create());
     }
+    for (Slot& slot : slots_) {
+      ABLATE_RETURN_IF_ERROR(slot.begin.Create(/*timing=*/true));
+      ABLATE_RETURN_IF_ERROR(slot.end.Create(/*timing=*/true));
+    }
+    ABLATE_RETURN_IF_ERROR(report_dev_.Allocate(6, "the step reports"));
+    ABLATE_RETURN_IF_ERROR(report_in_.Allocate(6, "the step reports"));
+    ABLATE_RETURN_IF_ERROR(report_out_.Allocate(6, "the step reports"));
     ABLATE_RETURN_IF_ERROR(optimizer_.Init(*ctx_));
     ABLATE_RETURN_IF_ERROR(ctx_->Synchronize());
     return SampleMemory();
@@ -72,6 +86,53 @@ class CudaEngine : public Engine {
     return gpt_->RefreshWeights();
   }
 
+  Status BeginStep(int64_t step) override {
+    Slot& slot = slots_[step % 2];
+    if (slot.step >= 0) {
+      return Error{"step " + std::to_string(step) + " began before step " +
+                       std::to_string(slot.step) + " was collected",
+                   ""};
+    }
+    return slot.begin.Record(ctx_->stream());
+  }
+
+  Status EndStep(int64_t step, bool data_failed, bool stop) override {
+    int64_t k = step % 2;
+    Slot& slot = slots_[k];
+    float* dev = report_dev_.get() + 3 * k;
+    float* in = report_in_.get() + 3 * k;  // free: its last copy was collected with the slot
+    in[0] = data_failed ? 1.f : 0.f;
+    in[1] = rank_ == 0 && stop ? 1.f : 0.f;
+    ABLATE_RETURN_IF_ERROR(gpt_->MoveLoss(dev));
+    ABLATE_CUDA_CHECK(
+        cudaMemcpyAsync(dev + 1, in, 2 * sizeof(float), cudaMemcpyHostToDevice, ctx_->stream()));
+    if (coll_ != nullptr) {
+      ABLATE_RETURN_IF_ERROR(grads_ready_.Order(ctx_->stream(), CommStream()));
+      ABLATE_RETURN_IF_ERROR(coll_->AllReduce(dev, 3, WireType::kF32, ReduceOp::kAvg));
+      ABLATE_RETURN_IF_ERROR(grads_reduced_.Order(CommStream(), ctx_->stream()));
+    }
+    ABLATE_CUDA_CHECK(cudaMemcpyAsync(report_out_.get() + 3 * k, dev, 3 * sizeof(float),
+                                      cudaMemcpyDeviceToHost, ctx_->stream()));
+    ABLATE_RETURN_IF_ERROR(slot.end.Record(ctx_->stream()));
+    slot.step = step;
+    return {};
+  }
+
+  Result<StepReport> CollectStep(int64_t step) override {
+    Slot& slot = slots_[step % 2];
+    if (slot.step != step) {
+      return Error{"CollectStep(" + std::to_string(step) + ") without its EndStep", ""};
+    }
+    ABLATE_RETURN_IF_ERROR(ctx_->Wait(slot.end));
+    Result<float> ms = slot.end.ElapsedMsSince(slot.begin);
+    if (!ms.ok()) return ms.error();
+    const float* out = report_out_.get() + 3 * (step % 2);
+    slot.step = -1;
+    return StepReport{out[0], out[1] > 0, out[2] > 0, double(*ms)};
+  }
+
+  int StepsInFlight() const override { return 1; }
+
   Status Synchronize() override { return ctx_->Synchronize(); }
 
   std::optional<DeviceMemory> Memory() override {
@@ -105,9 +166,19 @@ class CudaEngine : public Engine {
   std::unique_ptr<CudaContext> ctx_;  // first in, last out: outlives the model and optimizer
   std::unique_ptr<Gpt> gpt_;
   Optimizer optimizer_;
-  DeviceCollectives* coll_;     // null without NCCL (one rank, in-process)
+  DeviceCollectives* coll_;      // null without NCCL (one rank, in-process)
   std::vector<int64_t> starts_;  // (L + 1) block gradient ranges
   CudaEvent grads_ready_, grads_reduced_;
+  // A step in flight: its clock and the step it belongs to (-1: free).
+  struct Slot {
+    CudaEvent begin, end;
+    int64_t step = -1;
+  };
+  Slot slots_[2];
+  int rank_;
+  DeviceBuffer<float> report_dev_;  // (2 × 3) loss, data failure, stop
+  PinnedBuffer<float> report_in_;   // (2 × 3) the host's flags, [1..2] of each slot
+  PinnedBuffer<float> report_out_;  // (2 × 3) the reduced reports
   int64_t micro_ = 0;
   bool reduced_ = false;
   DeviceMemory memory_;
@@ -121,7 +192,8 @@ Result<std::unique_ptr<Engine>> MakeCudaEngine(const RunPlan& plan, Communicator
                      " ranks needs a communicator with device collectives (NCCL)",
                  "world_size"};
   }
-  Result<std::unique_ptr<CudaContext>> ctx = CudaContext::Create(plan.DeviceOf(comm.rank()));
+  Result<std::unique_ptr<CudaContext>> ctx =
+      CudaContext::Create(plan.DeviceOf(comm.rank()), plan.abort);
   if (!ctx.ok()) return ctx.error();
   Result<std::unique_ptr<Gpt>> gpt =
       Gpt::Create(**ctx, plan.model, plan.micro_batch, plan.model.seq_len);

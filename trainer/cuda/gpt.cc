@@ -42,7 +42,7 @@ BlockOffsets MapOffsets(const BlockOffsets& o, const DeviceLayout& dev) {
 
 // The attention kernels walk key ranges assuming lo never decreases along a sequence; every
 // mask of MODEL.md guarantees it, and this keeps a future mask from breaking it silently.
-Status CheckMonotone(const std::vector<int32_t>& lo, int64_t b, int64_t t) {
+Status CheckMonotone(const int32_t* lo, int64_t b, int64_t t) {
   for (int64_t bi = 0; bi < b; ++bi) {
     for (int64_t ti = 1; ti < t; ++ti) {
       if (lo[bi * t + ti] < lo[bi * t + ti - 1]) {
@@ -54,6 +54,19 @@ Status CheckMonotone(const std::vector<int32_t>& lo, int64_t b, int64_t t) {
   }
   return {};
 }
+
+// int32 slots of one staging buffer, in units of n = B·T: inputs, targets, the embedding plan's
+// ids, positions and offsets (n + 1), then one attention key-start row per distinct window.
+struct StagingLayout {
+  int64_t n;
+  int64_t inputs() const { return 0; }
+  int64_t targets() const { return n; }
+  int64_t ids() const { return 2 * n; }
+  int64_t positions() const { return 3 * n; }
+  int64_t offsets() const { return 4 * n; }
+  int64_t lo(int64_t slot) const { return 5 * n + 1 + slot * n; }
+  int64_t total(int64_t layers) const { return lo(layers); }
+};
 
 }  // namespace
 
@@ -112,6 +125,11 @@ Status Gpt::AllocateAll() {
   ABLATE_RETURN_IF_ERROR(Alloc(&plan_ids_, bt, "embedding plan"));
   ABLATE_RETURN_IF_ERROR(Alloc(&plan_offsets_, bt + 1, "embedding plan"));
   ABLATE_RETURN_IF_ERROR(Alloc(&plan_positions_, bt, "embedding plan"));
+  for (Staging& st : staging_) {
+    ABLATE_RETURN_IF_ERROR(
+        st.host.Allocate(StagingLayout{bt}.total(m_.n_layer), "the input staging buffer"));
+    ABLATE_RETURN_IF_ERROR(st.copied.Create());
+  }
   lo_slots_.assign(size_t(m_.n_layer), nullptr);
   for (int32_t*& slot : lo_slots_) ABLATE_RETURN_IF_ERROR(Alloc(&slot, bt, "attention key starts"));
   ABLATE_RETURN_IF_ERROR(Alloc(&emb_, bt * c, "embedding"));
@@ -208,58 +226,75 @@ Result<float> Gpt::TakeLoss() {
   return loss;
 }
 
+Status Gpt::MoveLoss(float* dst) {
+  ABLATE_CUDA_CHECK(cudaMemcpyAsync(dst, loss_acc_, 4, cudaMemcpyDeviceToDevice, ctx_.stream()));
+  ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_, 0, 4, ctx_.stream()));
+  return {};
+}
+
 Status Gpt::GetLosses(float* host) { return ctx_.ToHost(host, losses_, n_ * 4); }
 
 // ---- Staging ------------------------------------------------------------------------------
 
-// Host copies are pageable: cudaMemcpyAsync returns once it has staged them, so the host
-// vectors may be refilled right after.
+// The host never waits for the device here unless it is two micro-batches ahead: it fills the
+// staging buffer whose copies were queued two Stage calls ago, once those copies are done.
+// Copies from pinned memory are true DMA, so no call below blocks on the stream.
 Status Gpt::Stage(const int32_t* tokens, const std::vector<int64_t>& windows, bool train) {
   if (int64_t(windows.size()) != m_.n_layer) {
     return Error{"forward: " + std::to_string(windows.size()) + " window sizes for " +
                      std::to_string(m_.n_layer) + " layers",
                  ""};
   }
+  Staging& st = staging_[stages_++ % 2];
+  if (st.used) ABLATE_RETURN_IF_ERROR(ctx_.Wait(st.copied));
+  StagingLayout at{n_};
+  int32_t* host = st.host.get();
+  int32_t* inputs = host + at.inputs();
+  int32_t* targets = host + at.targets();
   int64_t tp1 = t_ + 1;
-  tokens_host_.assign(tokens, tokens + b_ * tp1);
-  inputs_host_.resize(size_t(n_));
-  targets_host_.resize(size_t(n_));
   for (int64_t bi = 0; bi < b_; ++bi) {
     for (int64_t ti = 0; ti < t_; ++ti) {
-      inputs_host_[bi * t_ + ti] = tokens[bi * tp1 + ti];
-      targets_host_[bi * t_ + ti] = tokens[bi * tp1 + ti + 1];
+      inputs[bi * t_ + ti] = tokens[bi * tp1 + ti];
+      targets[bi * t_ + ti] = tokens[bi * tp1 + ti + 1];
     }
   }
-  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(inputs_, inputs_host_.data(), n_ * 4));
-  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(targets_, targets_host_.data(), n_ * 4));
+  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(inputs_, inputs, n_ * 4));
+  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(targets_, targets, n_ * 4));
   if (train) {
-    EmbeddingPlan plan = BuildEmbeddingPlan(inputs_host_.data(), n_);
+    EmbeddingPlan plan = BuildEmbeddingPlan(inputs, n_);
     int64_t u = int64_t(plan.ids.size());
-    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_ids_, plan.ids.data(), u * 4));
-    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_offsets_, plan.offsets.data(), (u + 1) * 4));
-    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_positions_, plan.positions.data(), n_ * 4));
+    std::copy(plan.ids.begin(), plan.ids.end(), host + at.ids());
+    std::copy(plan.positions.begin(), plan.positions.end(), host + at.positions());
+    std::copy(plan.offsets.begin(), plan.offsets.end(), host + at.offsets());
+    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_ids_, host + at.ids(), u * 4));
+    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_offsets_, host + at.offsets(), (u + 1) * 4));
+    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_positions_, host + at.positions(), n_ * 4));
     plan_ = {plan_ids_, plan_offsets_, plan_positions_, u};
   }
   std::vector<int64_t> staged;  // window of each filled slot
   for (int64_t i = 0; i < m_.n_layer; ++i) {
     if (!m_.HasAttention(i)) continue;
-    Result<int32_t*> lo = StageWindow(windows[i], staged);
+    Result<int32_t*> lo =
+        StageWindow(tokens, host + at.lo(int64_t(staged.size())), windows[i], staged);
     if (!lo.ok()) return lo.error();
     layers_[i].lo = *lo;
   }
+  ABLATE_RETURN_IF_ERROR(st.copied.Record(ctx_.stream()));
+  st.used = true;
   return {};
 }
 
-Result<int32_t*> Gpt::StageWindow(int64_t window, std::vector<int64_t>& staged) {
+// lo_host: the staging row for a new slot (used only when `window` is not staged yet).
+Result<int32_t*> Gpt::StageWindow(const int32_t* tokens, int32_t* lo_host, int64_t window,
+                                  std::vector<int64_t>& staged) {
   for (size_t s = 0; s < staged.size(); ++s) {
     if (staged[s] == window) return lo_slots_[s];
   }
   size_t slot = staged.size();  // < n_layer: at most one new window per layer
   cpu::AttentionMask mask{m_.doc_masking, m_.bos_token, window, m_.window.block_tokens};
-  lo_host_.resize(size_t(n_));
-  cpu::attention_key_start(lo_host_.data(), tokens_host_.data(), t_ + 1, b_, t_, mask);
-  ABLATE_RETURN_IF_ERROR(CheckMonotone(lo_host_, b_, t_));
-  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(lo_slots_[slot], lo_host_.data(), n_ * 4));
+  cpu::attention_key_start(lo_host, tokens, t_ + 1, b_, t_, mask);
+  ABLATE_RETURN_IF_ERROR(CheckMonotone(lo_host, b_, t_));
+  ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(lo_slots_[slot], lo_host, n_ * 4));
   staged.push_back(window);
   return lo_slots_[slot];
 }

@@ -14,6 +14,7 @@
 
 #include "trainer/config/result.h"
 #include "trainer/cuda/cuda_context.h"
+#include "trainer/cuda/cuda_event.h"
 #include "trainer/cuda/device_buffer.h"
 #include "trainer/cuda/device_layout.h"
 #include "trainer/cuda/dtype.h"
@@ -69,6 +70,8 @@ class Gpt {
   void SetBlockGradsHook(std::function<Status(int64_t)> hook) { block_hook_ = std::move(hook); }
   // The loss accumulator (waits for the device), then resets it to 0.
   Result<float> TakeLoss();
+  // Queues: dst (1 float, device) ← the loss accumulator, then the accumulator ← 0. No wait.
+  Status MoveLoss(float* dst);
   // Per-token losses (B·T) of the last forward (waits for the device).
   Status GetLosses(float* host);
 
@@ -80,8 +83,15 @@ class Gpt {
   Status AllocateLayer(int64_t i, LayerActs& a);
   Status AllocateBackward();
 
+  // One pinned host buffer for a micro-batch's inputs (see Stage).
+  struct Staging {
+    PinnedBuffer<int32_t> host;
+    CudaEvent copied;  // recorded after the copies out of `host`
+    bool used = false;
+  };
   Status Stage(const int32_t* tokens, const std::vector<int64_t>& windows, bool train);
-  Result<int32_t*> StageWindow(int64_t window, std::vector<int64_t>& staged);
+  Result<int32_t*> StageWindow(const int32_t* tokens, int32_t* lo_host, int64_t window,
+                               std::vector<int64_t>& staged);
   Status Run(const int32_t* tokens, const std::vector<int64_t>& windows, int64_t divisor,
              bool train);
   Status EmbedForward();
@@ -122,8 +132,10 @@ class Gpt {
   float *params_ = nullptr, *grads_ = nullptr;
   bf16* weights_ = nullptr;
 
-  // Inputs of the current micro-batch.
-  std::vector<int32_t> tokens_host_, inputs_host_, targets_host_, lo_host_;
+  // Inputs of the current micro-batch. Host side: two pinned buffers used in turn, so the host
+  // fills one while the device may still copy from the other; device side: one set.
+  Staging staging_[2];
+  int64_t stages_ = 0;
   int32_t *inputs_ = nullptr, *targets_ = nullptr;
   int32_t *plan_ids_ = nullptr, *plan_offsets_ = nullptr, *plan_positions_ = nullptr;
   DeviceEmbeddingPlan plan_;

@@ -54,6 +54,11 @@ class Communicator {
   // The device-side collectives, or nullptr when the ranks do not share GPU memory (the CPU's
   // in-process communicator). Owned by the communicator.
   virtual DeviceCollectives* device() { return nullptr; }
+
+  // After this rank failed on its own (not by a decision all ranks took together): lets the
+  // rank's resources go without waiting for peers that will never answer. NCCL aborts the
+  // communicator; the in-process one has nothing queued, so it does nothing. Later calls fail.
+  virtual void Abort() {}
 };
 
 }  // namespace ablate

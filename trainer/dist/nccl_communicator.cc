@@ -2,6 +2,7 @@
 // as plain NCCL calls on the communication stream.
 #include "trainer/dist/nccl_communicator.h"
 
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -19,11 +20,12 @@ ncclDataType_t ToNccl(WireType t) { return t == WireType::kBf16 ? ncclBfloat16 :
 
 Result<std::vector<std::unique_ptr<NcclCommunicator>>> NcclCommunicator::CreateLocal(
     const NcclLibrary& lib, const std::string& id, int world, int first_rank,
-    const std::vector<int>& devices) {
+    const std::vector<int>& devices, const std::atomic<bool>* abort) {
   if (id.size() != kNcclIdBytes) return Error{"an NCCL id is 128 bytes", "nccl_id"};
   std::vector<std::unique_ptr<NcclCommunicator>> comms;
   for (size_t j = 0; j < devices.size(); ++j) {
     comms.emplace_back(new NcclCommunicator(lib, world, first_rank + int(j), devices[j]));
+    comms.back()->abort_ = abort;
     ABLATE_CUDA_CHECK(cudaSetDevice(devices[j]));
     ABLATE_CUDA_CHECK(cudaStreamCreateWithFlags(&comms.back()->stream_, cudaStreamNonBlocking));
   }
@@ -42,8 +44,8 @@ Result<std::vector<std::unique_ptr<NcclCommunicator>>> NcclCommunicator::CreateL
                         "ncclCommInitRank", __FILE__, __LINE__);
     if (!joined.ok()) break;
   }
-  Status ended = NcclStatus(&api, api.GroupEnd(), "ncclGroupEnd (joining the group)", __FILE__,
-                            __LINE__);
+  Status ended =
+      NcclStatus(&api, api.GroupEnd(), "ncclGroupEnd (joining the group)", __FILE__, __LINE__);
   if (!joined.ok() || !ended.ok()) {
     for (std::unique_ptr<NcclCommunicator>& c : comms) c->failed_ = true;  // abort, not destroy
     return joined.ok() ? ended.error() : joined.error();
@@ -94,8 +96,41 @@ Status NcclCommunicator::Unstage(float* host, int64_t n) {
     ABLATE_CUDA_CHECK(cudaMemcpyAsync(host, staging_.get(), size_t(n) * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream_));
   }
-  ABLATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return {};
+  return WaitStream();
+}
+
+Status NcclCommunicator::WaitStream() {
+  for (int polls = 0;; ++polls) {
+    cudaError_t e = cudaStreamQuery(stream_);
+    if (e == cudaSuccess) return {};
+    if (e != cudaErrorNotReady) return cuda::CudaError(e, "cudaStreamQuery", __FILE__, __LINE__);
+    if (polls % 256 == 0) {
+      ncclResult_t async = ncclSuccess;
+      ABLATE_NCCL_CHECK(api_, api_.CommGetAsyncError(comm_, &async));
+      if (async != ncclSuccess) {
+        return NcclStatus(&api_, async, "NCCL (asynchronous error, a peer may have failed)",
+                          __FILE__, __LINE__);
+      }
+    }
+    if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) {
+      return Error{"rank " + std::to_string(rank_) +
+                       " stopped waiting for a collective: another rank of this run failed",
+                   ""};
+    }
+    if (polls < 2000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+void NcclCommunicator::Abort() {
+  failed_ = true;
+  if (comm_ == nullptr) return;
+  (void)cudaSetDevice(device_);
+  (void)api_.CommAbort(comm_);  // nothing useful to do with a failed abort
+  comm_ = nullptr;
 }
 
 // The host collectives below use staging_ as the one device buffer; NCCL allows in-place
@@ -144,10 +179,10 @@ Status NcclCommunicator::AllGather(std::span<const float> send, std::span<float>
 Status NcclCommunicator::Broadcast(std::span<float> data, int root) {
   int64_t n = int64_t(data.size());
   ABLATE_RETURN_IF_ERROR(Track(Stage(data.data(), n)));
-  ABLATE_RETURN_IF_ERROR(Track(NcclStatus(&api_,
-                                          api_.Broadcast(staging_.get(), staging_.get(), size_t(n),
-                                                         ncclFloat32, root, comm_, stream_),
-                                          "ncclBroadcast", __FILE__, __LINE__)));
+  ABLATE_RETURN_IF_ERROR(Track(NcclStatus(
+      &api_,
+      api_.Broadcast(staging_.get(), staging_.get(), size_t(n), ncclFloat32, root, comm_, stream_),
+      "ncclBroadcast", __FILE__, __LINE__)));
   return Track(Unstage(data.data(), n));
 }
 

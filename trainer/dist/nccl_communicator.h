@@ -1,14 +1,16 @@
 // Communicator over NCCL: one rank per GPU, one host thread per rank, any number of processes
 // (one per node). Every collective, host or device, is queued on the rank's own communication
 // stream, so the ordering rule of communicator.h holds for both kinds together. Host
-// collectives (step statistics, the stop flag, the validation loss) stage through a small
-// device buffer and wait for their result; device collectives return once queued.
+// collectives (the validation loss, start-up exchanges) stage through a small device buffer and
+// wait for their result, polling so that a failed peer cannot hang them; device collectives
+// return once queued.
 #ifndef ABLATE_TRAINER_DIST_NCCL_COMMUNICATOR_H_
 #define ABLATE_TRAINER_DIST_NCCL_COMMUNICATOR_H_
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,10 +30,11 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   // call from the calling thread, as NCCL wants for one thread driving several GPUs. Creates a
   // non-blocking stream on each device. Blocks until every rank of every process has joined
   // (NCCL's rule: a process that never joins leaves the others waiting). Errors: CUDA's (no such
-  // device) or NCCL's. lib must outlive the communicators.
+  // device) or NCCL's. lib must outlive the communicators; so must abort (optional): once it is
+  // set, host collectives stop waiting and fail.
   static Result<std::vector<std::unique_ptr<NcclCommunicator>>> CreateLocal(
       const NcclLibrary& lib, const std::string& id, int world, int first_rank,
-      const std::vector<int>& devices);
+      const std::vector<int>& devices, const std::atomic<bool>* abort = nullptr);
   // Destroys them all at once, each on a thread of its own: ncclCommDestroy may wait for the
   // node's other ranks (an intra-node collective), so one thread destroying them one after the
   // other could hang. Leaves `comms` empty.
@@ -50,6 +53,9 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   Status AllGather(std::span<const float> send, std::span<float> recv) override;
   Status Broadcast(std::span<float> data, int root) override;
   DeviceCollectives* device() override { return this; }
+  // ncclCommAbort: NCCL's kernels of this rank stop waiting for peers, so the rank's streams
+  // drain and its memory can be freed. Later calls fail. Idempotent.
+  void Abort() override;
 
   void* stream() const override { return stream_; }
   Status AllReduce(void* data, int64_t n, WireType type, ReduceOp op) override;
@@ -64,6 +70,9 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   Status Stage(const float* host, int64_t n);
   // host (n) ← staging, then waits for the stream.
   Status Unstage(float* host, int64_t n);
+  // Polls the stream until it is idle; fails on an asynchronous NCCL error (a peer's broken
+  // connection) or once abort_ is set.
+  Status WaitStream();
   // Records a failure (the destructor then aborts) and passes the status on.
   Status Track(Status s);
 
@@ -72,6 +81,7 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
+  const std::atomic<bool>* abort_ = nullptr;
   cuda::DeviceBuffer<float> staging_;
   bool failed_ = false;
 };

@@ -79,7 +79,8 @@ Result<std::unique_ptr<Communicators>> MakeCommunicators(const TrainOptions& o,
   Result<std::string> id = GroupId(o, *c->lib);
   if (!id.ok()) return id.error();
   auto comms =
-      NcclCommunicator::CreateLocal(*c->lib, *id, o.world_size, plan.first_rank, plan.devices);
+      NcclCommunicator::CreateLocal(*c->lib, *id, o.world_size, plan.first_rank,
+                                            plan.devices, plan.abort);
   if (!comms.ok()) return comms.error();
   c->comms_ = std::move(comms).value();
   return std::unique_ptr<Communicators>(std::move(c));

@@ -45,4 +45,37 @@ Status CpuEngine::Step(int64_t step) {
   return optimizer_.Step(gpt_.params().data(), gpt_.grads().data(), step, comm_);
 }
 
+Status CpuEngine::BeginStep(int64_t step) {
+  if (int64_t waiting = ended_[step % 2].step; waiting >= 0) {
+    return Error{"step " + std::to_string(step) + " began before step " + std::to_string(waiting) +
+                     " was collected",
+                 ""};
+  }
+  step_start_ = std::chrono::steady_clock::now();
+  return {};
+}
+
+// The stats all-reduce is the loop's former one (loss, failure flag), averaged, so CPU runs stay
+// bit-identical; the stop flag rides along.
+Status CpuEngine::EndStep(int64_t step, bool data_failed, bool stop) {
+  std::vector<float> stats = {TakeLoss().value(), data_failed ? 1.f : 0.f,
+                              comm_.rank() == 0 && stop ? 1.f : 0.f};
+  Status s = comm_.AllReduce(stats, ReduceOp::kAvg);
+  if (!s.ok()) return s;
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start_)
+          .count();
+  ended_[step % 2] = {step, {stats[0], stats[1] > 0, stats[2] > 0, ms}};
+  return {};
+}
+
+Result<StepReport> CpuEngine::CollectStep(int64_t step) {
+  Ended& e = ended_[step % 2];
+  if (e.step != step) {
+    return Error{"CollectStep(" + std::to_string(step) + ") without its EndStep", ""};
+  }
+  e.step = -1;
+  return e.report;
+}
+
 }  // namespace ablate

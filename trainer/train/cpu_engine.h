@@ -3,6 +3,8 @@
 #ifndef ABLATE_TRAINER_TRAIN_CPU_ENGINE_H_
 #define ABLATE_TRAINER_TRAIN_CPU_ENGINE_H_
 
+#include <chrono>
+
 #include "trainer/model/gpt.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/train/engine.h"
@@ -19,6 +21,9 @@ class CpuEngine : public Engine {
                     Pass pass) override;
   Result<float> TakeLoss() override;
   Status Step(int64_t step) override;
+  Status BeginStep(int64_t step) override;
+  Status EndStep(int64_t step, bool data_failed, bool stop) override;
+  Result<StepReport> CollectStep(int64_t step) override;
   Status Synchronize() override { return {}; }
 
  private:
@@ -27,6 +32,13 @@ class CpuEngine : public Engine {
   Gpt<float> gpt_;
   Optimizer optimizer_;
   float loss_ = 0.f;
+  std::chrono::steady_clock::time_point step_start_;
+  // Two ended steps may await collection (a pipelined loop): slot step % 2.
+  struct Ended {
+    int64_t step = -1;  // -1: free
+    StepReport report;
+  };
+  Ended ended_[2];
 };
 
 }  // namespace ablate

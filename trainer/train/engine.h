@@ -23,9 +23,21 @@ struct DeviceMemory {
   int64_t used_bytes = 0;       // in use on the device now (cudaMemGetInfo), all processes
   int64_t peak_used_bytes = 0;  // the most seen in use at any sample so far
   int64_t total_bytes = 0;
-  int64_t model_bytes = 0;      // the model's own allocations (parameters, gradients, activations)
+  int64_t model_bytes = 0;  // the model's own allocations (parameters, gradients, activations)
 };
 
+// What one train step left behind (Engine::CollectStep), the same on every rank.
+struct StepReport {
+  float loss = 0.f;          // the step's mean train loss, averaged over ranks
+  bool data_failed = false;  // some rank could not read its batch this step
+  bool stop = false;         // rank 0 had been asked to stop when the step ended
+  double step_ms = 0;        // BeginStep to the end of EndStep's work (device time on a GPU)
+};
+
+// A train step is queued as BeginStep, ZeroGrads, Accumulate × grad_accum, Step, EndStep, and
+// read back with CollectStep. On a GPU nothing of it waits for the device (StepsInFlight 1):
+// the loop queues step s + 1 before it collects step s, so the device never idles while the
+// host logs. Eval passes and TakeLoss wait, at validation points only.
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -41,7 +53,16 @@ class Engine {
   virtual Result<float> TakeLoss() = 0;
   // Averages the gradients over ranks and applies the optimizer at 0-based `step`. Collective.
   virtual Status Step(int64_t step) = 0;
-  // Returns when all queued work is done, so a step's wall time is its device time.
+  // Starts train step `step`'s clock (on the device's timeline on a GPU).
+  virtual Status BeginStep(int64_t step) = 0;
+  // After Step(step): the step's report is reduced over ranks (the loss accumulator, then 0;
+  // data_failed; stop, read on rank 0) and its clock stops. Collective; queued, no wait.
+  virtual Status EndStep(int64_t step, bool data_failed, bool stop) = 0;
+  // Waits for step `step`'s EndStep and returns its report. Steps are collected in order, each
+  // once, and at most StepsInFlight() ended steps stay uncollected when the next one begins.
+  virtual Result<StepReport> CollectStep(int64_t step) = 0;
+  virtual int StepsInFlight() const { return 0; }
+  // Returns when all queued work is done.
   virtual Status Synchronize() = 0;
   // The device's memory, sampled now (the peak covers every sample since Init); nullopt on the
   // CPU. No device synchronisation.

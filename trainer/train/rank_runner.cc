@@ -1,6 +1,7 @@
 // The training loop of one rank (records' order: evaluate at step boundaries, then train).
 #include "trainer/train/rank_runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -10,20 +11,19 @@ namespace ablate {
 namespace {
 
 using J = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 J OrNull(const std::optional<double>& v) { return v ? J(*v) : J(nullptr); }
 
 }  // namespace
 
 RankRunner::RankRunner(const RunPlan& plan, Communicator& comm, TokenLoader train, ValLoader val,
                        EventSink* events, const nlohmann::json* start)
-    : plan_(plan), comm_(comm), train_(std::move(train)), val_(std::move(val)), events_(events),
-      start_(start), batch_(plan.micro_batch * (plan.model.seq_len + 1)) {}
+    : plan_(plan),
+      comm_(comm),
+      train_(std::move(train)),
+      val_(std::move(val)),
+      events_(events),
+      start_(start),
+      batch_(plan.micro_batch * (plan.model.seq_len + 1)) {}
 
 Status RankRunner::Init() {
   Result<std::unique_ptr<Engine>> engine = MakeEngine(plan_, comm_);
@@ -36,12 +36,19 @@ TrainOutcome RankRunner::Run() {
   Status s = Init();
   EmitStart();
   for (int64_t step = 0; s.ok(); ++step) {
-    bool val_due = step == plan_.last_step ||
-                   (plan_.val_every > 0 && step % plan_.val_every == 0);
+    bool last = step == plan_.last_step;
+    bool val_due = last || (plan_.val_every > 0 && step % plan_.val_every == 0);
+    // Validation reads the training time of every step before it.
+    if (val_due) s = CollectThrough(step - 1);
+    if (!s.ok() || stopping_) break;
     if (val_due) s = Evaluate(step);
-    if (!s.ok() || step == plan_.last_step || ShouldStop()) break;
-    s = TrainStep(step);
+    if (!s.ok() || last) break;
+    s = QueueStep(step);
+    if (s.ok()) s = CollectThrough(step - InFlight());
+    if (s.ok() && stopping_) s = CollectThrough(step);  // what already ran is reported
+    if (stopping_) break;
   }
+  if (!s.ok() && !agreed_failure_) AbortPeers();
   if (!s.ok() && outcome_.status == TrainStatus::kOk) {
     outcome_ = {TrainStatus::kFailed, s.message()};
   }
@@ -52,14 +59,13 @@ TrainOutcome RankRunner::Run() {
   return outcome_;
 }
 
-bool RankRunner::ShouldStop() {
-  float flag = comm_.rank() == 0 && plan_.stop != nullptr && plan_.stop->load() ? 1.f : 0.f;
-  std::vector<float> v = {flag};
-  if (!comm_.AllReduce(v, ReduceOp::kSum).ok() || v[0] > 0) {
-    outcome_ = {TrainStatus::kCancelled, "cancelled"};
-    return true;
-  }
-  return false;
+int RankRunner::InFlight() const {
+  return plan_.steps_in_flight >= 0 ? plan_.steps_in_flight : engine_->StepsInFlight();
+}
+
+void RankRunner::AbortPeers() {
+  if (plan_.abort != nullptr) plan_.abort->store(true);
+  comm_.Abort();
 }
 
 Status RankRunner::Evaluate(int64_t step) {
@@ -80,8 +86,8 @@ Status RankRunner::Evaluate(int64_t step) {
   }
   double loss = double(sum[0]) / double(val_.num_batches());
   if (!std::isfinite(loss)) {
-    outcome_ = {TrainStatus::kDiverged, "validation loss is not finite at step " +
-                                            std::to_string(step)};
+    outcome_ = {TrainStatus::kDiverged,
+                "validation loss is not finite at step " + std::to_string(step)};
     return Error{outcome_.message, ""};
   }
   final_val_ = loss;
@@ -96,39 +102,56 @@ Status RankRunner::Evaluate(int64_t step) {
   return {};
 }
 
-Status RankRunner::TrainStep(int64_t step) {
-  Clock::time_point t0 = Clock::now();
+// A rank that cannot read a batch still runs the step (on zeros), so that every rank queues
+// the same collectives; the failure travels in the step's report and ends the run on all ranks.
+Status RankRunner::QueueStep(int64_t step) {
   std::vector<int64_t> windows = LayerWindowBlocks(plan_.model, step, plan_.num_iterations);
-  Status s = engine_->ZeroGrads();
-  if (!s.ok()) return s;
+  ABLATE_RETURN_IF_ERROR(engine_->BeginStep(step));
+  ABLATE_RETURN_IF_ERROR(engine_->ZeroGrads());
   int64_t accum = train_.grad_accum_steps();
-  std::vector<float> stats = {0.f, 0.f};  // mean loss, local failures (data or device)
-  std::string local_error;  // a failure still goes through the all-reduce, so no rank waits
-  for (int64_t micro = 0; micro < accum && local_error.empty(); ++micro) {
-    s = train_.NextBatch(batch_.data());
-    if (s.ok()) s = engine_->Accumulate(batch_.data(), windows, accum, Pass::kTrain);
-    if (!s.ok()) local_error = s.message();
+  bool data_failed = false;
+  for (int64_t micro = 0; micro < accum; ++micro) {
+    if (!data_failed) {
+      Status read = train_.NextBatch(batch_.data());
+      if (!read.ok()) {
+        data_failed = true;
+        data_error_ = read.message();
+      }
+    }
+    if (data_failed) std::fill(batch_.begin(), batch_.end(), 0);
+    ABLATE_RETURN_IF_ERROR(engine_->Accumulate(batch_.data(), windows, accum, Pass::kTrain));
   }
-  Result<float> loss = engine_->TakeLoss();
-  if (!loss.ok() && local_error.empty()) local_error = loss.error().message;
-  stats[0] = loss.ok() ? *loss : 0.f;
-  stats[1] = local_error.empty() ? 0.f : 1.f;
-  s = comm_.AllReduce(stats, ReduceOp::kAvg);
-  if (!s.ok()) return s;
-  if (stats[1] > 0) {
-    return Error{local_error.empty() ? "a peer rank failed (data or device)" : local_error, ""};
+  ABLATE_RETURN_IF_ERROR(engine_->Step(step));
+  bool stop = plan_.stop != nullptr && plan_.stop->load();
+  ABLATE_RETURN_IF_ERROR(engine_->EndStep(step, data_failed, stop));
+  next_queued_ = step + 1;
+  return {};
+}
+
+Status RankRunner::CollectThrough(int64_t last) {
+  for (; next_collected_ <= last && next_collected_ < next_queued_; ++next_collected_) {
+    int64_t step = next_collected_;
+    Result<StepReport> report = engine_->CollectStep(step);
+    if (!report.ok()) return report.error();
+    if (report->data_failed) {
+      agreed_failure_ = true;
+      return Error{
+          data_error_.empty() ? "a peer rank could not read its training data" : data_error_, ""};
+    }
+    if (!std::isfinite(report->loss)) {
+      agreed_failure_ = true;
+      outcome_ = {TrainStatus::kDiverged,
+                  "train loss is not finite at step " + std::to_string(step)};
+      return Error{outcome_.message, ""};
+    }
+    if (step >= plan_.untimed_steps) train_ms_ += report->step_ms;
+    steps_done_ = step + 1;
+    EmitStep(step, report->loss, report->step_ms);
+    if (report->stop) {
+      stopping_ = true;
+      outcome_ = {TrainStatus::kCancelled, "cancelled"};
+    }
   }
-  if (!std::isfinite(stats[0])) {
-    outcome_ = {TrainStatus::kDiverged, "train loss is not finite at step " + std::to_string(step)};
-    return Error{outcome_.message, ""};
-  }
-  s = engine_->Step(step);
-  if (s.ok()) s = engine_->Synchronize();  // step_ms is device time, as the speedrun times it
-  if (!s.ok()) return s;
-  double step_ms = MsSince(t0);
-  if (step >= plan_.untimed_steps) train_ms_ += step_ms;
-  steps_done_ = step + 1;
-  EmitStep(step, stats[0], step_ms);
   return {};
 }
 
@@ -170,12 +193,12 @@ void RankRunner::EmitEnd() {
                        : outcome_.status == TrainStatus::kCancelled ? "cancelled"
                                                                     : "failed";
   J end = {{"event", "end"},
-        {"status", status},
-        {"final_val_loss", OrNull(final_val_)},
-        {"time_to_target_ms", OrNull(time_to_target_ms_)},
-        {"target_step", target_step_ ? J(*target_step_) : J(nullptr)},
-        {"steps", steps_done_},
-        {"train_ms", train_ms_}};
+           {"status", status},
+           {"final_val_loss", OrNull(final_val_)},
+           {"time_to_target_ms", OrNull(time_to_target_ms_)},
+           {"target_step", target_step_ ? J(*target_step_) : J(nullptr)},
+           {"steps", steps_done_},
+           {"train_ms", train_ms_}};
   if (events_ != nullptr) AddMemory(end);
   Emit(end);
 }

@@ -1,7 +1,8 @@
 // One rank's training loop: its engine (model replica and optimizer on the plan's backend), data
 // slices and the collectives that keep the ranks in lock step. Every decision (stop, diverge,
-// fail) is taken on all-reduced values, so all ranks leave the loop at the same step. Internal
-// to trainer/train.
+// fail) is taken on values reduced over ranks (the step reports), so all ranks leave the loop
+// at the same step. On a GPU the loop runs one step ahead of what it reports: step s + 1 is
+// queued before step s is collected and emitted. Internal to trainer/train.
 #ifndef ABLATE_TRAINER_TRAIN_RANK_RUNNER_H_
 #define ABLATE_TRAINER_TRAIN_RANK_RUNNER_H_
 
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "trainer/data/token_loader.h"
 #include "trainer/data/val_loader.h"
@@ -31,10 +33,18 @@ class RankRunner {
 
  private:
   Status Init();
-  // Returns false (with outcome_ set) when training must stop before step s.
-  bool ShouldStop();
   Status Evaluate(int64_t step);
-  Status TrainStep(int64_t step);
+  // Queues train step `step` on the engine (no wait on a GPU).
+  Status QueueStep(int64_t step);
+  // Collects the queued steps up to `last` in order: accounts their time, emits them, and takes
+  // the decisions their reports carry (an error for divergence or a failed data read, stopping_
+  // for a stop request).
+  Status CollectThrough(int64_t last);
+  // Steps queued ahead of the one collected: the plan's choice, else the engine's.
+  int InFlight() const;
+  // After a failure of this rank alone: tells the process's other ranks and aborts the
+  // communicator, so that no rank waits forever and the engine can be torn down.
+  void AbortPeers();
   void EmitStep(int64_t step, double loss, double step_ms);
   void EmitStart();
   void EmitEnd();
@@ -53,6 +63,11 @@ class RankRunner {
   std::unique_ptr<Engine> engine_;  // made by Init
   std::vector<int32_t> batch_;      // (B, T+1)
   TrainOutcome outcome_;
+  int64_t next_queued_ = 0;      // the next step to queue
+  int64_t next_collected_ = 0;   // the next step to collect
+  bool stopping_ = false;        // a collected report asked to stop
+  bool agreed_failure_ = false;  // the failure came from a reduced report: every rank has it
+  std::string data_error_;       // this rank's failed batch read, for the message
   int64_t steps_done_ = 0;
   double train_ms_ = 0;
   std::optional<double> final_val_;

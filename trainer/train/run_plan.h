@@ -33,6 +33,10 @@ struct RunPlan {
   int first_rank = 0;
   int DeviceOf(int rank) const { return devices.at(size_t(rank - first_rank)); }
   const std::atomic<bool>* stop = nullptr;
+  int steps_in_flight = -1;  // TrainOptions::steps_in_flight
+  // Set by a rank of this process that failed on its own: the others' waits for the device and
+  // for collectives give up instead of waiting for it forever. Owned by Train().
+  std::atomic<bool>* abort = nullptr;
 };
 
 }  // namespace ablate

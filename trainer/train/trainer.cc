@@ -1,6 +1,7 @@
 // Train(): validate everything before any work, emit `start`, run the ranks as threads.
 #include "trainer/train/trainer.h"
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <thread>
@@ -77,6 +78,10 @@ Result<RunPlan> MakePlan(const J& c, const TrainOptions& o) {
   }
   p.threads_per_rank = std::max(1, o.threads / std::max(1, LocalRanks(o)));
   p.stop = o.stop;
+  if (o.steps_in_flight < -1 || o.steps_in_flight > 1) {
+    return Error{"steps in flight must be 0 or 1 (-1: the backend's own)", "steps_in_flight"};
+  }
+  p.steps_in_flight = o.steps_in_flight;
   if (o.world_size < 1) return Error{"world size must be at least 1", "world_size"};
   if (p.batch_tokens % (device * o.world_size) != 0) {
     return Error{"batch_tokens (" + std::to_string(p.batch_tokens) +
@@ -96,13 +101,13 @@ Result<RankData> OpenData(const J& c, const RunPlan& p, const TrainOptions& o) {
   RankData d;
   int first = p.backend == Backend::kCuda ? p.first_rank : 0;
   for (int r = first; r < first + LocalRanks(o); ++r) {
-    Result<TokenLoader> t = TokenLoader::Open({o.train_files, p.batch_tokens, p.micro_batch,
-                                               p.model.seq_len, r, o.world_size,
-                                               p.model.embed_vocab_size});
+    Result<TokenLoader> t =
+        TokenLoader::Open({o.train_files, p.batch_tokens, p.micro_batch, p.model.seq_len, r,
+                           o.world_size, p.model.embed_vocab_size});
     if (!t.ok()) return t.error();
-    Result<ValLoader> v = ValLoader::Open({o.val_files, c.at("val_tokens").get<int64_t>(),
-                                           p.micro_batch, p.model.seq_len, r, o.world_size,
-                                           p.model.embed_vocab_size});
+    Result<ValLoader> v =
+        ValLoader::Open({o.val_files, c.at("val_tokens").get<int64_t>(), p.micro_batch,
+                         p.model.seq_len, r, o.world_size, p.model.embed_vocab_size});
     if (!v.ok()) return v.error();
     d.train.push_back(std::move(t).value());
     d.val.push_back(std::move(v).value());
@@ -156,8 +161,8 @@ J StartEvent(const J& c, const RunPlan& p, const TrainOptions& o, int64_t accum,
 
 // One thread per local rank. The first local rank emits the events (and `start` once its engine
 // is ready, so start can report the device memory).
-TrainOutcome RunRanks(const RunPlan& plan, RankData data, Communicators& comms,
-                      const J& start, EventSink& events) {
+TrainOutcome RunRanks(const RunPlan& plan, RankData data, Communicators& comms, const J& start,
+                      EventSink& events) {
   int local = int(data.train.size());
   std::vector<TrainOutcome> outcomes(static_cast<size_t>(local));
   std::vector<std::thread> threads;
@@ -192,6 +197,8 @@ TrainOutcome Train(const J& canonical, const TrainOptions& requested, EventSink&
   if (!plan.ok()) return invalid(plan.error().message);
   Result<RankData> data = OpenData(canonical, *plan, options);
   if (!data.ok()) return invalid(data.error().message);
+  std::atomic<bool> abort{false};  // outlives the communicators and the ranks
+  plan.value().abort = &abort;
   Result<std::unique_ptr<Communicators>> comms = MakeCommunicators(options, *plan);
   if (!comms.ok()) return invalid(comms.error().message);
   int64_t accum = data->train[0].grad_accum_steps();

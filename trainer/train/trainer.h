@@ -58,6 +58,9 @@ struct TrainOptions {
   // Backend cuda: NCCL even for a single rank, so that the multi-GPU path (gradient reduction
   // hooks, events, the communicator) can be tested on one GPU.
   bool nccl_on_one_gpu = false;
+  // Train steps the loop queues ahead of the one it reports (0 or 1); -1: the backend's own
+  // (0 on the CPU, 1 on a GPU). Setting 1 on the CPU runs the GPU's pipelined loop, for tests.
+  int steps_in_flight = -1;
 };
 
 enum class TrainStatus {
