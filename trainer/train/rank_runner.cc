@@ -81,6 +81,7 @@ Status RankRunner::Evaluate(int64_t step) {
   std::vector<float> sum = {local.ok() ? *local : 0.f, local_error.empty() ? 0.f : 1.f};
   Status s = comm_.AllReduce(sum, ReduceOp::kSum);
   if (!s.ok()) return s;
+  agreed_failure_ = true;  // whatever fails from here on, every rank sees it the same
   if (sum[1] > 0) {
     return Error{local_error.empty() ? "a peer rank failed during validation" : local_error, ""};
   }
@@ -90,6 +91,7 @@ Status RankRunner::Evaluate(int64_t step) {
                 "validation loss is not finite at step " + std::to_string(step)};
     return Error{outcome_.message, ""};
   }
+  agreed_failure_ = false;
   final_val_ = loss;
   if (!time_to_target_ms_ && loss <= plan_.target_val_loss) {
     time_to_target_ms_ = train_ms_;
