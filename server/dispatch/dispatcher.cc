@@ -44,6 +44,31 @@ v1::CoordinatorMessage CancelOf(int64_t attempt_id, int64_t grace_ms, const std:
   return m;
 }
 
+// "node 1 of 2 (worker w-b)": who a gang's result or loss came from.
+std::string NodeLabel(const GangNode& node, const std::string& worker_id) {
+  if (node.rank == GangNode::kUnknownRank) return "a node other than 0 (worker " + worker_id + ")";
+  return "node " + std::to_string(node.rank) + " of " + std::to_string(node.num_nodes) +
+         " (worker " + worker_id + ")";
+}
+
+// The attempt's result as `node` reports it. Only node 0's summary is the run's; a gang's error
+// names the node it came from.
+AttemptResult ResultOf(const v1::RunFinished& msg, const GangNode& node,
+                       const std::string& worker_id) {
+  AttemptResult result;
+  result.state = AttemptStateOf(msg.status());
+  result.exit_code = msg.exit_code();
+  result.error = msg.error();
+  if (msg.status() == "nan" && result.error.empty()) result.error = "loss became NaN or infinite";
+  result.stderr_tail = msg.stderr_tail();
+  if (node.authoritative() && msg.has_summary()) result.summary = FromProto(msg.summary());
+  if (node.in_gang() && result.state != AttemptState::kSucceeded) {
+    result.error =
+        NodeLabel(node, worker_id) + ": " + (result.error.empty() ? msg.status() : result.error);
+  }
+  return result;
+}
+
 // A write refused for good: the worker must drop it (and stop the attempt).
 bool RefusedForGood(const absl::Status& s) {
   return s.code() == absl::StatusCode::kFailedPrecondition ||
@@ -125,19 +150,29 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
   v1::Welcome welcome;
   welcome.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
   welcome.set_lease_ms(options_.lease_ms);
+  std::map<int64_t, LiveAttempt> known;  // the shares this worker held before the reconnect
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = workers_.find(id); it != workers_.end()) known = it->second.attempts;
+  }
   std::map<int64_t, LiveAttempt> held;
   for (const v1::HeldAttempt& h : hello.running()) {
     absl::StatusOr<Attempt> a = store_->GetAttempt(h.attempt_id());
     absl::StatusOr<Run> r = a.ok() ? store_->GetRun(a->run_id) : absl::StatusOr<Run>(a.status());
-    bool current = r.ok() && r->current_attempt_id == h.attempt_id() &&
-                   a->fencing_token == h.fencing_token() && a->worker_id == id &&
-                   !IsTerminal(r->state);
+    auto share = known.find(h.attempt_id());
+    // The store names only node 0's worker; the other nodes of a gang are known from memory.
+    bool ours =
+        a.ok() && (a->worker_id == id ||
+                   (share != known.end() && share->second.fencing_token == h.fencing_token()));
+    bool current = ours && r.ok() && r->current_attempt_id == h.attempt_id() &&
+                   a->fencing_token == h.fencing_token() && !IsTerminal(r->state);
     if (!current) {
       welcome.add_stale_attempt_ids(h.attempt_id());
       continue;
     }
-    held[h.attempt_id()] = LiveAttempt{a->run_id, a->fencing_token,
-                                       std::vector<int>(h.gpus().begin(), h.gpus().end())};
+    held[h.attempt_id()] =
+        LiveAttempt{a->run_id, a->fencing_token, std::vector<int>(h.gpus().begin(), h.gpus().end()),
+                    share != known.end() ? share->second.node : GangNode{}};
   }
   // An Assignment must never overtake the Welcome: the worker closes a stream whose first answer
   // is anything else. The session is published below, after this send.
@@ -220,14 +255,21 @@ void Dispatcher::OnDatasets(const std::string& worker_id, std::vector<std::strin
   Kick();
 }
 
-std::optional<int64_t> Dispatcher::RunOfAttempt(const std::string& worker_id,
-                                                int64_t attempt_id) const {
+std::optional<Dispatcher::LiveAttempt> Dispatcher::ShareOf(const std::string& worker_id,
+                                                           int64_t attempt_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto w = workers_.find(worker_id);
   if (w == workers_.end()) return std::nullopt;
   auto a = w->second.attempts.find(attempt_id);
   if (a == w->second.attempts.end()) return std::nullopt;
-  return a->second.run_id;
+  return a->second;
+}
+
+GangNode Dispatcher::NodeOf(const std::string& worker_id, int64_t attempt_id) const {
+  if (std::optional<LiveAttempt> share = ShareOf(worker_id, attempt_id)) return share->node;
+  absl::StatusOr<Attempt> a = store_->GetAttempt(attempt_id);
+  if (!a.ok() || a->worker_id == worker_id) return GangNode{};
+  return GangNode{GangNode::kUnknownRank, 0};
 }
 
 void Dispatcher::OnRunStarted(const std::string& worker_id, const v1::RunStarted& msg) {
@@ -246,7 +288,14 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
   points.reserve(msg.points_size());
   for (const v1::MetricPoint& p : msg.points()) points.push_back(FromProto(p));
   // The run comes from memory for live attempts; the store is asked only for strays.
-  std::optional<int64_t> run_id = RunOfAttempt(worker_id, msg.attempt_id());
+  std::optional<LiveAttempt> share = ShareOf(worker_id, msg.attempt_id());
+  if (share && !share->node.authoritative()) {
+    // Every node's trainer emits the same points, numbered by its own worker: only node 0's are
+    // stored, or the seqs of two nodes would collide. Workers of other nodes send none.
+    return {AckOf(msg.attempt_id(), msg.seq(), false)};
+  }
+  std::optional<int64_t> run_id;
+  if (share) run_id = share->run_id;
   absl::Status s;
   if (!run_id) {
     absl::StatusOr<Attempt> a = store_->GetAttempt(msg.attempt_id());
@@ -273,21 +322,23 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
 std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string& worker_id,
                                                               const v1::RunFinished& msg) {
   OnHeartbeat(worker_id);
-  AttemptResult result;
-  result.state = AttemptStateOf(msg.status());
-  result.exit_code = msg.exit_code();
-  result.error = msg.error();
-  if (msg.status() == "nan" && result.error.empty()) result.error = "loss became NaN or infinite";
-  result.stderr_tail = msg.stderr_tail();
-  if (msg.has_summary()) result.summary = FromProto(msg.summary());
-  absl::Status s =
-      store_->FinishAttempt(msg.attempt_id(), msg.fencing_token(), result).status();
-  if (!s.ok() && !RefusedForGood(s)) {
-    std::cerr << "ablate-coordinator: result of attempt " << msg.attempt_id()
-              << " not committed (the worker will resend): " << s.message() << std::endl;
-    return {};
+  const GangNode node = NodeOf(worker_id, msg.attempt_id());
+  const bool ok = msg.status() == "ok";
+  if (ok && !node.authoritative()) {
+    // The attempt goes on until node 0 reports; this node's GPUs are free now.
+    RetireShare(worker_id, msg.attempt_id());
+  } else {
+    AttemptResult result = ResultOf(msg, node, worker_id);
+    absl::Status s = store_->FinishAttempt(msg.attempt_id(), msg.fencing_token(), result).status();
+    if (!s.ok() && !RefusedForGood(s)) {
+      std::cerr << "ablate-coordinator: result of attempt " << msg.attempt_id()
+                << " not committed (the worker will resend): " << s.message() << std::endl;
+      return {};
+    }
+    RetireShare(worker_id, msg.attempt_id());
+    // Refused too (the attempt had already ended): whoever still holds it has no reason to run.
+    if (!ok) CancelOtherNodes(msg.attempt_id(), worker_id, result.error);
   }
-  Forget(msg.attempt_id());
   feed_->Notify();
   Kick();
   return {AckOf(msg.attempt_id(), 0, true)};
@@ -339,7 +390,12 @@ std::map<int64_t, std::string> Dispatcher::WaitingReasons() const {
 
 void Dispatcher::ExpireLeases() {
   int64_t now = Now();
-  std::vector<std::pair<std::string, int64_t>> lost;
+  struct Lost {
+    std::string worker_id;
+    int64_t attempt_id;
+    GangNode node;
+  };
+  std::vector<Lost> lost;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [worker_id, w] : workers_) {
@@ -351,15 +407,19 @@ void Dispatcher::ExpireLeases() {
           ++it;
           continue;
         }
-        lost.push_back({worker_id, it->first});
+        lost.push_back({worker_id, it->first, live.node});
         it = w.attempts.erase(it);
       }
     }
   }
-  for (const auto& [worker_id, attempt_id] : lost) {
-    std::cerr << "ablate-coordinator: worker " << worker_id << " lost attempt " << attempt_id
+  for (const Lost& l : lost) {
+    std::cerr << "ablate-coordinator: worker " << l.worker_id << " lost attempt " << l.attempt_id
               << " (no heartbeat or result within the lease); run requeued" << std::endl;
-    (void)store_->LoseAttempt(attempt_id);
+    (void)store_->LoseAttempt(l.attempt_id);
+    // A gang cannot go on without one of its nodes: stop the others' trainers.
+    CancelOtherNodes(
+        l.attempt_id, l.worker_id,
+        NodeLabel(l.node, l.worker_id) + " lost: no heartbeat or result within the lease");
   }
   for (const std::string& id : SilentWorkers(now)) (void)store_->SetWorkerConnected(id, false);
   if (!lost.empty()) {
@@ -464,9 +524,11 @@ void Dispatcher::Assign(const Placement& p) {
   if (!attempt.ok()) return;  // no longer queued (cancelled meanwhile)
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const NodeShare& n : p.nodes) {
+    const int num_nodes = static_cast<int>(p.nodes.size());
+    for (int rank = 0; rank < num_nodes; ++rank) {
+      const NodeShare& n = p.nodes[rank];
       workers_[n.worker_id].attempts[attempt->id] =
-          LiveAttempt{p.run_id, attempt->fencing_token, n.gpus};
+          LiveAttempt{p.run_id, attempt->fencing_token, n.gpus, GangNode{rank, num_nodes}};
     }
   }
   for (size_t rank = 0; rank < p.nodes.size(); ++rank) {
@@ -486,9 +548,26 @@ void Dispatcher::Assign(const Placement& p) {
   feed_->Notify();
 }
 
-void Dispatcher::Forget(int64_t attempt_id) {
+void Dispatcher::RetireShare(const std::string& worker_id, int64_t attempt_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, w] : workers_) w.attempts.erase(attempt_id);  // every node of a gang
+  auto it = workers_.find(worker_id);
+  if (it != workers_.end()) it->second.attempts.erase(attempt_id);
+}
+
+void Dispatcher::CancelOtherNodes(int64_t attempt_id, const std::string& except,
+                                  const std::string& why) {
+  std::vector<std::string> holders;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, w] : workers_) {
+      if (id != except && w.attempts.count(attempt_id)) holders.push_back(id);
+    }
+  }
+  for (const std::string& id : holders) {
+    std::cerr << "ablate-coordinator: cancelling attempt " << attempt_id << " on worker " << id
+              << " (" << why << ")" << std::endl;
+    SendTo(id, CancelOf(attempt_id, options_.cancel_grace_ms, why));
+  }
 }
 
 void Dispatcher::SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg) {

@@ -4,6 +4,16 @@
 // state is the Store; this class holds only what can be rebuilt after a restart (workers
 // reconnect and announce their attempts).
 //
+// Multi-node (gang) attempts: one attempt, one fencing token, one share per node (see
+// LiveAttempt). Node 0's RunFinished is authoritative for the run's result and summary; an "ok"
+// from any other node only frees that node's share. Any other result from any node ends the
+// attempt (if not already ended) with that node's status ("failed"/"nan" count against
+// max_attempts, "cancelled" requeues without counting, as for one node) and an error naming
+// the node ("node 1 of 2 (worker w-b): ..."); a node lost with its lease loses the attempt.
+// Either way every other node still holding a share gets Cancel: its trainer would otherwise
+// wait forever in NCCL collectives for the dead peer. Only node 0's worker sends metric
+// batches (worker/worker_core.h); another node's are acknowledged and not stored.
+//
 // Thread-safe. gRPC stream handlers call Register/On*/Unregister from their own threads; the
 // dispatcher's loop thread schedules and expires leases.
 #ifndef ABLATE_SERVER_DISPATCH_DISPATCHER_H_
@@ -34,6 +44,17 @@ class WorkerSession {
  public:
   virtual ~WorkerSession() = default;
   virtual bool Send(const v1::CoordinatorMessage& msg) = 0;
+};
+
+// A worker's place in an attempt: node `rank` of `num_nodes` (0 of 1 for a single-node run).
+struct GangNode {
+  // A result that outlived its share (the coordinator restarted, or an acknowledged result was
+  // sent again) from a worker that is not the attempt's node 0: which node it was is not known.
+  static constexpr int kUnknownRank = -1;
+  int rank = 0;
+  int num_nodes = 1;                                // 0 with kUnknownRank
+  bool authoritative() const { return rank == 0; }  // its result is the attempt's
+  bool in_gang() const { return num_nodes != 1; }
 };
 
 struct DispatcherOptions {
@@ -74,6 +95,8 @@ class Dispatcher {
   // Commits a metric batch; the reply is an Ack, plus a Cancel when the attempt is stale.
   std::vector<v1::CoordinatorMessage> OnMetrics(const std::string& worker_id,
                                                 const v1::MetricBatch& msg);
+  // Ends the attempt, or for a gang only this node's share (the rules above). The reply is an
+  // Ack with finished = true once handled, nothing when the store failed (the worker resends).
   std::vector<v1::CoordinatorMessage> OnRunFinished(const std::string& worker_id,
                                                     const v1::RunFinished& msg);
 
@@ -96,10 +119,17 @@ class Dispatcher {
   void ExpireLeases();
 
  private:
+  // One worker's share of a live attempt, in that worker's `attempts`. A gang attempt has one
+  // share per node, each in its own worker's map under the same attempt id. A share (and its
+  // GPUs) stays until its own node reports RunFinished or is lost, also after the attempt has
+  // ended in the store, so that no new run lands on GPUs whose trainer is still stopping.
+  // After a coordinator restart only node 0's share is known again (the store records node 0's
+  // worker); another node that reconnects holding the attempt is told it is stale.
   struct LiveAttempt {
     int64_t run_id = 0;
     int64_t fencing_token = 0;
     std::vector<int> gpus;  // empty: a CPU slot
+    GangNode node{};  // node 0 of 1 unless the attempt is a gang
     // Set when a reconnecting worker no longer runs the attempt: its RunFinished may still be
     // in the worker's outbox, so the attempt is lost only if nothing arrives by then.
     int64_t orphan_deadline_ms = 0;
@@ -121,8 +151,14 @@ class Dispatcher {
   absl::StatusOr<std::vector<QueuedRun>> QueuedRuns(std::map<int64_t, int>* active);
   void Assign(const Placement& p);
   absl::StatusOr<std::string> RunConfig(const Run& run);
-  void Forget(int64_t attempt_id);
-  std::optional<int64_t> RunOfAttempt(const std::string& worker_id, int64_t attempt_id) const;
+  // Removes one worker's share of an attempt (the other nodes' shares stay).
+  void RetireShare(const std::string& worker_id, int64_t attempt_id);
+  std::optional<LiveAttempt> ShareOf(const std::string& worker_id, int64_t attempt_id) const;
+  // The share's node, or for a result that outlived its share, node 0 when the store names this
+  // worker as the attempt's (Assign records node 0's) and kUnknownRank otherwise.
+  GangNode NodeOf(const std::string& worker_id, int64_t attempt_id) const;
+  // Sends Cancel for the attempt to every worker but `except` that still holds a share of it.
+  void CancelOtherNodes(int64_t attempt_id, const std::string& except, const std::string& why);
   // Workers whose lease ran out since the last call (each reported once per silence).
   std::vector<std::string> SilentWorkers(int64_t now);
   void SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg);

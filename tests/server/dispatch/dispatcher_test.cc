@@ -79,6 +79,65 @@ class DispatcherTest : public ::testing::Test {
     return out;
   }
 
+  // One node of a gang placed by PlaceGang: its worker, its stream and its Assignment.
+  struct GangMember {
+    std::string worker_id;
+    std::shared_ptr<FakeSession> session;
+    v1::Assignment assignment;
+  };
+
+  // Workers a and b (8 GPUs each) and one 16-GPU run over both; indexed by node rank. The Welcomes
+  // and Assignments are taken off the sessions.
+  std::vector<GangMember> PlaceGang() {
+    std::vector<GangMember> nodes = {{"a", Connect(HelloOf("a", 8, 0)), {}},
+                                     {"b", Connect(HelloOf("b", 8, 0)), {}}};
+    Submit(/*gpus_per_run=*/16, /*seeds=*/1);
+    dispatcher_->ScheduleOnce();
+    for (GangMember& n : nodes) {
+      std::vector<v1::Assignment> got = Assignments(n.session->Take());
+      EXPECT_EQ(got.size(), 1u) << "worker " << n.worker_id;
+      if (!got.empty()) n.assignment = got[0];
+    }
+    if (nodes[1].assignment.node_rank() == 0) std::swap(nodes[0], nodes[1]);
+    EXPECT_EQ(nodes[1].assignment.node_rank(), 1);
+    return nodes;
+  }
+
+  static v1::RunFinished FinishedOf(const v1::Assignment& a, const std::string& status,
+                                    const std::string& error, int64_t steps) {
+    v1::RunFinished f;
+    f.set_attempt_id(a.attempt_id());
+    f.set_fencing_token(a.fencing_token());
+    f.set_status(status);
+    f.set_exit_code(status == "ok" || status == "cancelled" ? 0 : 1);
+    f.set_error(error);
+    f.mutable_summary()->set_steps(steps);
+    return f;
+  }
+
+  // The reply to a RunFinished is exactly one Ack with finished = true for its attempt.
+  static void ExpectFinishedAck(const std::vector<v1::CoordinatorMessage>& reply,
+                                int64_t attempt_id) {
+    ASSERT_EQ(reply.size(), 1u);
+    ASSERT_TRUE(reply[0].has_ack());
+    EXPECT_EQ(reply[0].ack().attempt_id(), attempt_id);
+    EXPECT_TRUE(reply[0].ack().finished());
+  }
+
+  static std::vector<v1::Cancel> Cancels(const std::vector<v1::CoordinatorMessage>& m) {
+    std::vector<v1::Cancel> out;
+    for (const auto& x : m) {
+      if (x.has_cancel()) out.push_back(x.cancel());
+    }
+    return out;
+  }
+
+  Attempt OnlyAttempt(int64_t run_id) {
+    std::vector<Attempt> attempts = *store_->ListAttempts(run_id);
+    EXPECT_EQ(attempts.size(), 1u);
+    return attempts.empty() ? Attempt{} : attempts[0];
+  }
+
   std::atomic<int64_t> now_{1'000'000};
   ChangeFeed feed_;
   std::unique_ptr<Store> store_;
@@ -203,6 +262,178 @@ TEST_F(DispatcherTest, AResultStillInTheOutboxIsAcceptedAfterReconnect) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_TRUE(r[0].ack().finished());
   EXPECT_EQ(store_->GetRun(a.run_id())->state, RunState::kSucceeded);
+}
+
+TEST_F(DispatcherTest, GangNodeOneFailureFailsTheAttemptAndCancelsNodeZero) {
+  std::vector<GangMember> g = PlaceGang();
+  const v1::Assignment& as = g[1].assignment;
+  ExpectFinishedAck(
+      dispatcher_->OnRunFinished(g[1].worker_id, FinishedOf(as, "failed", "injected failure", 7)),
+      as.attempt_id());
+  const std::string error = "node 1 of 2 (worker " + g[1].worker_id + "): injected failure";
+  Attempt attempt = OnlyAttempt(as.run_id());
+  EXPECT_EQ(attempt.state, AttemptState::kFailed);
+  EXPECT_EQ(attempt.error, error);
+  ablate::Run run = *store_->GetRun(as.run_id());
+  EXPECT_EQ(run.attempts_used, 1);
+  EXPECT_EQ(run.state, RunState::kQueued);  // 1 of 3 attempts used
+  EXPECT_EQ(run.summary.steps, 0) << "only node 0's summary is the run's";
+
+  std::vector<v1::Cancel> cancels = Cancels(g[0].session->Take());
+  ASSERT_EQ(cancels.size(), 1u);
+  EXPECT_EQ(cancels[0].attempt_id(), as.attempt_id());
+  EXPECT_EQ(cancels[0].reason(), error);
+  EXPECT_TRUE(g[1].session->Take().empty()) << "the failed node is not cancelled";
+  // Node 0 keeps its share (its trainer is stopping) until it reports; then nothing is held.
+  std::map<std::string, std::vector<int64_t>> held = dispatcher_->RunsByWorker();
+  EXPECT_EQ(held[g[0].worker_id], std::vector<int64_t>{as.run_id()});
+  EXPECT_TRUE(held[g[1].worker_id].empty());
+  ExpectFinishedAck(
+      dispatcher_->OnRunFinished(g[0].worker_id, FinishedOf(g[0].assignment, "cancelled", "", 7)),
+      as.attempt_id());
+  EXPECT_EQ(OnlyAttempt(as.run_id()).error, error) << "the first failure stays the attempt's";
+  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kFailed);
+  held = dispatcher_->RunsByWorker();
+  EXPECT_TRUE(held[g[0].worker_id].empty());
+  EXPECT_TRUE(Cancels(g[1].session->Take()).empty());
+}
+
+TEST_F(DispatcherTest, GangSucceedsWithNodeZerosSummaryAndFreesEachNodeAtItsFinish) {
+  std::vector<GangMember> g = PlaceGang();
+  const v1::Assignment& as = g[0].assignment;
+  Submit(/*gpus_per_run=*/8, /*seeds=*/1);
+  dispatcher_->ScheduleOnce();
+  EXPECT_TRUE(Assignments(g[0].session->Take()).empty());
+  EXPECT_TRUE(Assignments(g[1].session->Take()).empty()) << "every GPU is taken by the gang";
+
+  ExpectFinishedAck(
+      dispatcher_->OnRunFinished(g[1].worker_id, FinishedOf(g[1].assignment, "ok", "", 111)),
+      as.attempt_id());
+  ablate::Run run = *store_->GetRun(as.run_id());
+  EXPECT_EQ(run.state, RunState::kAssigned) << "node 0 has not reported yet";
+  EXPECT_EQ(run.summary.steps, 0);
+  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kAssigned);
+  dispatcher_->ScheduleOnce();  // node 1's 8 GPUs are free now, node 0's are not
+  EXPECT_TRUE(Assignments(g[0].session->Take()).empty());
+  std::vector<v1::Assignment> next = Assignments(g[1].session->Take());
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_NE(next[0].run_id(), as.run_id());
+  EXPECT_EQ(next[0].gpus_size(), 8);
+
+  v1::RunFinished done = FinishedOf(as, "ok", "", 300);
+  done.mutable_summary()->set_final_val_loss(3.27);
+  ExpectFinishedAck(dispatcher_->OnRunFinished(g[0].worker_id, done), as.attempt_id());
+  run = *store_->GetRun(as.run_id());
+  EXPECT_EQ(run.state, RunState::kSucceeded);
+  EXPECT_EQ(run.summary.steps, 300);
+  EXPECT_EQ(run.summary.final_val_loss, 3.27);
+  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kSucceeded);
+  EXPECT_TRUE(Cancels(g[0].session->Take()).empty());
+  EXPECT_TRUE(Cancels(g[1].session->Take()).empty());
+}
+
+TEST_F(DispatcherTest, GangNodeZeroFailureCancelsTheOtherNode) {
+  std::vector<GangMember> g = PlaceGang();
+  const v1::Assignment& as = g[0].assignment;
+  ExpectFinishedAck(dispatcher_->OnRunFinished(g[0].worker_id, FinishedOf(as, "nan", "", 9)),
+                    as.attempt_id());
+  const std::string error =
+      "node 0 of 2 (worker " + g[0].worker_id + "): loss became NaN or infinite";
+  Attempt attempt = OnlyAttempt(as.run_id());
+  EXPECT_EQ(attempt.state, AttemptState::kFailed);
+  EXPECT_EQ(attempt.error, error);
+  EXPECT_EQ(store_->GetRun(as.run_id())->attempts_used, 1);
+  std::vector<v1::Cancel> cancels = Cancels(g[1].session->Take());
+  ASSERT_EQ(cancels.size(), 1u);
+  EXPECT_EQ(cancels[0].attempt_id(), as.attempt_id());
+  EXPECT_EQ(cancels[0].reason(), error);
+  EXPECT_TRUE(g[0].session->Take().empty());
+}
+
+// A node whose worker stopped its trainer (shutdown) breaks the gang without the run being at
+// fault: requeued without using the retry budget, as for one node, and node 0 is cancelled.
+TEST_F(DispatcherTest, GangNodeCancelledRequeuesWithoutCountingAndCancelsNodeZero) {
+  std::vector<GangMember> g = PlaceGang();
+  const v1::Assignment& as = g[1].assignment;
+  ExpectFinishedAck(dispatcher_->OnRunFinished(g[1].worker_id, FinishedOf(as, "cancelled", "", 2)),
+                    as.attempt_id());
+  Attempt attempt = OnlyAttempt(as.run_id());
+  EXPECT_EQ(attempt.state, AttemptState::kCancelled);
+  EXPECT_EQ(attempt.error, "node 1 of 2 (worker " + g[1].worker_id + "): cancelled");
+  ablate::Run run = *store_->GetRun(as.run_id());
+  EXPECT_EQ(run.state, RunState::kQueued);
+  EXPECT_EQ(run.attempts_used, 0);
+  std::vector<v1::Cancel> cancels = Cancels(g[0].session->Take());
+  ASSERT_EQ(cancels.size(), 1u);
+  EXPECT_EQ(cancels[0].attempt_id(), as.attempt_id());
+}
+
+TEST_F(DispatcherTest, LostGangNodeCancelsTheOtherNode) {
+  std::vector<GangMember> g = PlaceGang();
+  const v1::Assignment& as = g[0].assignment;
+  now_ += 1500;  // past the lease; only node 0's worker is heard from
+  dispatcher_->OnHeartbeat(g[0].worker_id);
+  dispatcher_->ExpireLeases();
+  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kLost);
+  ablate::Run run = *store_->GetRun(as.run_id());
+  EXPECT_EQ(run.state, RunState::kQueued);
+  EXPECT_EQ(run.attempts_used, 0);
+  std::vector<v1::Cancel> cancels = Cancels(g[0].session->Take());
+  ASSERT_EQ(cancels.size(), 1u);
+  EXPECT_EQ(cancels[0].attempt_id(), as.attempt_id());
+  EXPECT_EQ(cancels[0].reason(), "node 1 of 2 (worker " + g[1].worker_id +
+                                     ") lost: no heartbeat or result within the lease");
+  // Node 0's answer to the Cancel is acknowledged and changes nothing.
+  ExpectFinishedAck(dispatcher_->OnRunFinished(g[0].worker_id, FinishedOf(as, "cancelled", "", 4)),
+                    as.attempt_id());
+  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kLost);
+  EXPECT_TRUE(dispatcher_->RunsByWorker()[g[0].worker_id].empty());
+}
+
+// A node other than 0 that reconnects still holding its share keeps it, as node 1.
+TEST_F(DispatcherTest, GangNodeReconnectKeepsItsShareAndRank) {
+  std::vector<GangMember> g = PlaceGang();
+  const v1::Assignment& as = g[1].assignment;
+  dispatcher_->Unregister(g[1].worker_id, g[1].session.get());
+  v1::Hello hello = HelloOf(g[1].worker_id, 8, 0);
+  v1::HeldAttempt* held = hello.add_running();
+  held->set_run_id(as.run_id());
+  held->set_attempt_id(as.attempt_id());
+  held->set_fencing_token(as.fencing_token());
+  for (int gpu : as.gpus()) held->add_gpus(gpu);
+  auto s2 = std::make_shared<FakeSession>();
+  absl::StatusOr<v1::Welcome> w = dispatcher_->Register(hello, s2);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->stale_attempt_ids_size(), 0);
+  EXPECT_EQ(dispatcher_->RunsByWorker()[g[1].worker_id], std::vector<int64_t>{as.run_id()});
+  dispatcher_->OnRunFinished(g[1].worker_id, FinishedOf(as, "failed", "NCCL error", 3));
+  EXPECT_EQ(OnlyAttempt(as.run_id()).error,
+            "node 1 of 2 (worker " + g[1].worker_id + "): NCCL error");
+  EXPECT_EQ(Cancels(g[0].session->Take()).size(), 1u);
+}
+
+// Node 1's trainer emits the same points as node 0's, numbered by its own worker: they must not
+// take node 0's seqs.
+TEST_F(DispatcherTest, GangMetricsAreStoredFromNodeZeroOnly) {
+  std::vector<GangMember> g = PlaceGang();
+  auto batch = [](const v1::Assignment& a, int64_t step) {
+    v1::MetricBatch b;
+    b.set_attempt_id(a.attempt_id());
+    b.set_fencing_token(a.fencing_token());
+    b.set_seq(1);
+    b.add_points()->set_step(step);
+    return b;
+  };
+  std::vector<v1::CoordinatorMessage> r =
+      dispatcher_->OnMetrics(g[1].worker_id, batch(g[1].assignment, 5));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].ack().seq(), 1);
+  EXPECT_EQ(store_->GetMetrics(g[0].assignment.run_id(), 0)->total_points, 0);
+  r = dispatcher_->OnMetrics(g[0].worker_id, batch(g[0].assignment, 1));
+  ASSERT_EQ(r.size(), 1u);
+  MetricCurve curve = *store_->GetMetrics(g[0].assignment.run_id(), 0);
+  ASSERT_EQ(curve.total_points, 1);
+  EXPECT_EQ(curve.points[0].step, 1);
 }
 
 }  // namespace
