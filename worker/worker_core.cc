@@ -21,6 +21,11 @@ std::string RunDir(const std::string& work_dir, const v1::Assignment& a) {
   return work_dir + "/runs/" + std::to_string(a.run_id()) + "-a" + std::to_string(a.attempt_id());
 }
 
+// Every node of a multi-node attempt trains the same all-reduced model and emits the same points,
+// but the coordinator keeps one curve per attempt, deduplicated by (attempt, seq): only node 0's
+// worker sends them. The others keep theirs in the run folder (events.jsonl).
+bool ReportsMetrics(const v1::Assignment& a) { return a.num_nodes() <= 1 || a.node_rank() == 0; }
+
 }  // namespace
 
 void LogLine(std::string_view line) {
@@ -31,8 +36,9 @@ void LogLine(std::string_view line) {
 
 struct WorkerCore::Attempt {
   Attempt(const v1::Assignment& as, BatcherOptions batching)
-      : assignment(as), batcher(batching) {}
+      : assignment(as), reports_metrics(ReportsMetrics(as)), batcher(batching) {}
   const v1::Assignment assignment;
+  const bool reports_metrics;  // false: the points stay in the run folder, no MetricBatch
   std::unique_ptr<RunSupervisor> supervisor;
   absl::Mutex batch_mu;
   Batcher batcher ABSL_GUARDED_BY(batch_mu);
@@ -82,6 +88,11 @@ void WorkerCore::HandleAssignment(const v1::Assignment& as) {
                                  : "; the trainer waits for node 0's NCCL id"));
     if (early && as.node_rank() > 0) {
       Record(WriteRelayedId(*early, NcclIdPath(RunDir(options_.work_dir, as))));
+    }
+    if (!a->reports_metrics) {
+      LogLine("attempt " + std::to_string(as.attempt_id()) +
+              ": node 0 reports the metric points; this node's stay in " +
+              RunDir(options_.work_dir, as) + "/events.jsonl");
     }
   }
   LogLine("run " + std::to_string(as.run_id()) + " attempt " + std::to_string(as.attempt_id()) +
@@ -171,6 +182,7 @@ void WorkerCore::SendStarted(const Attempt& a) {
 }
 
 void WorkerCore::OnPoint(Attempt& a, const v1::MetricPoint& point) {
+  if (!a.reports_metrics) return;
   absl::MutexLock lock(&a.batch_mu);
   if (auto batch = a.batcher.Add(point, options_.now_ms())) AppendBatch(a, std::move(*batch));
 }
@@ -264,6 +276,7 @@ std::vector<v1::HeldAttempt> WorkerCore::Held() const {
     h.set_run_id(a->assignment.run_id());
     h.set_attempt_id(id);
     h.set_fencing_token(a->assignment.fencing_token());
+    *h.mutable_gpus() = a->assignment.gpus();  // the coordinator counts them as taken
     held.push_back(h);
   }
   return held;

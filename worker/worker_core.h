@@ -1,6 +1,8 @@
 // The worker's brain, free of gRPC: turns Assignments into supervised trainer children, their
 // points into batches in the outbox, acknowledgements into outbox trims, Cancels into signals, and
 // pushes every unacknowledged outbox entry, in order, to whatever connection is current.
+// A multi-node attempt's points are sent by its node 0's worker only; the other nodes' workers
+// send RunStarted and RunFinished but no MetricBatch (the trainers' points are the same).
 #ifndef ABLATE_WORKER_WORKER_CORE_H_
 #define ABLATE_WORKER_WORKER_CORE_H_
 

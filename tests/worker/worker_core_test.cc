@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "tests/util/subprocess.h"
@@ -293,6 +294,11 @@ TEST_F(WorkerCoreTest, MultiNodeRankZeroSendsTheIdItsTrainerWrote) {
   core->HandleAssignment(MultiNode(Assign(11, {{"steps", 1}, {"hang", true}}), 0));
   std::string run_dir = dir_.path() + "/work/runs/10-a11";
   std::vector<std::string> argv = TrainerArgv(run_dir);
+  std::vector<v1::HeldAttempt> held = core->Held();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(std::vector<int32_t>(held[0].gpus().begin(), held[0].gpus().end()),
+            (std::vector<int32_t>{0, 1}))
+      << "the coordinator keeps the GPUs taken after a reconnect";
   EXPECT_TRUE(Contains(argv, {"--gpus", "0-1", "--nnodes", "2", "--node-rank", "0",
                               "--nccl-id-file", run_dir + "/nccl_id"}))
       << nlohmann::json(argv).dump();
@@ -345,6 +351,59 @@ TEST_F(WorkerCoreTest, MultiNodeOtherRanksWriteTheRelayedIdForTheirTrainer) {
   Result<std::string> id13 = ReadNcclIdFile(dir13 + "/nccl_id", seconds(5));
   ASSERT_TRUE(id13.ok()) << id13.error().message;
   EXPECT_EQ(*id13, SomeNcclId(3));
+  core->Shutdown();
+}
+
+// Lines of the trainer's events.jsonl in `run_dir` whose event is `kind`.
+int EventsOfKind(const std::string& run_dir, const std::string& kind) {
+  std::istringstream lines(ablate::testing::ReadFile(run_dir + "/events.jsonl"));
+  int n = 0;
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_discarded() && e.value("event", "") == kind) ++n;
+  }
+  return n;
+}
+
+// Every node's trainer emits the same points; only node 0's worker sends them (the coordinator
+// deduplicates batches by attempt and seq, so another node's batch k would collide with node 0's).
+TEST_F(WorkerCoreTest, MultiNodeOtherRanksSendNoMetricPointsButTheirResult) {
+  auto core = MakeCore();
+  core->HandleAssignment(MultiNode(Assign(14, {{"steps", 6}, {"val_every", 2}}), 1));
+  ASSERT_TRUE(sink_.WaitFinished(seconds(20)));
+  int metrics = 0, finished = 0;
+  for (const auto& m : sink_.Sent()) {
+    metrics += m.has_metrics();
+    if (!m.has_run_finished()) continue;
+    ++finished;
+    EXPECT_EQ(m.run_finished().attempt_id(), 14);
+    EXPECT_EQ(m.run_finished().status(), "ok");
+    EXPECT_EQ(m.run_finished().summary().steps(), 6);
+  }
+  EXPECT_EQ(metrics, 0);
+  EXPECT_EQ(finished, 1);
+  EXPECT_EQ(Summarize(sink_.Sent()).started, 1);
+  std::string run_dir = dir_.path() + "/work/runs/10-a14";
+  EXPECT_EQ(EventsOfKind(run_dir, "step"), 6) << "the points stay in the run folder";
+  EXPECT_EQ(EventsOfKind(run_dir, "val"), 4);
+  // Nothing but the RunFinished waits in the outbox either.
+  sink_.Connect(8);
+  core->SendPending();
+  EXPECT_EQ(Summarize(sink_.Sent()).seqs, std::vector<int64_t>{-1});
+  core->Shutdown();
+}
+
+TEST_F(WorkerCoreTest, MultiNodeRankZeroSendsTheMetricPoints) {
+  auto core = MakeCore();
+  core->HandleAssignment(MultiNode(Assign(15, {{"steps", 6}, {"val_every", 0}}), 0));
+  ASSERT_TRUE(sink_.WaitFinished(seconds(20)));
+  Summary s = Summarize(sink_.Sent());
+  EXPECT_EQ(s.started, 1);
+  EXPECT_EQ(s.train_steps, Range(1, 6));
+  ASSERT_GE(s.seqs.size(), 2u);
+  EXPECT_EQ(s.seqs.front(), 1);
+  EXPECT_EQ(s.seqs.back(), -1);
+  EXPECT_EQ(s.status, "ok");
   core->Shutdown();
 }
 
