@@ -32,6 +32,7 @@ class DeferredGather : public DeviceCollectives {
     calls_.push_back({send, recv, n * (type == WireType::kBf16 ? 2 : 4)});
     return {};
   }
+  Status Health() override { return {}; }
   // Every rank's recv ← all ranks' sends, rank r's at r·bytes.
   void Complete() {
     for (const Call& to : calls_) {
@@ -58,8 +59,8 @@ class CudaDistMuon : public testing::CudaTest {};
 
 TEST_F(CudaDistMuon, ShardedRanksEqualOneRank) {
   // Seven matrices, two shapes batched and a tall one, so rounds are ragged for world 2 and 3.
-  std::vector<MuonMatrix> matrices = {{0, 48, 48},     {2304, 48, 48},  {4608, 48, 48},
-                                      {6912, 96, 48},  {11520, 48, 96}, {16128, 96, 48},
+  std::vector<MuonMatrix> matrices = {{0, 48, 48},    {2304, 48, 48},  {4608, 48, 48},
+                                      {6912, 96, 48}, {11520, 48, 96}, {16128, 96, 48},
                                       {20736, 48, 48}};
   int64_t total = 20736 + 48 * 48;
   MuonConfig config;
@@ -88,8 +89,8 @@ TEST_F(CudaDistMuon, ShardedRanksEqualOneRank) {
     for (int64_t step = 0; step < 2; ++step) {
       g.Set(grads[step]);
       for (int r = 0; r < world; ++r) {
-        ABLATE_EXPECT_OP(ctx(), ranks[r]->Launch(ctx(), params[r]->get(), g.get(), 1.0, step,
-                                                 &gather));
+        ABLATE_EXPECT_OP(ctx(),
+                         ranks[r]->Launch(ctx(), params[r]->get(), g.get(), 1.0, step, &gather));
       }
       gather.Complete();
       for (int r = 0; r < world; ++r) {

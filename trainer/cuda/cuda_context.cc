@@ -83,6 +83,7 @@ Status CudaContext::Wait(const CudaEvent& event) const {
                        ": another rank of this run failed",
                    ""};
     }
+    if (health_ && polls % 256 == 255) ABLATE_RETURN_IF_ERROR(health_());
     if (polls < 2000) {
       std::this_thread::yield();
     } else {
@@ -97,8 +98,11 @@ Status CudaContext::ToDevice(void* dst, const void* src, int64_t bytes) {
   return {};
 }
 
+// dst is usually pageable, and such a copy returns only when it is done: the stream is drained
+// first by a polled wait, so the copy itself cannot block on anything.
 Status CudaContext::ToHost(void* dst, const void* src, int64_t bytes) {
   if (bytes == 0) return {};
+  ABLATE_RETURN_IF_ERROR(Synchronize());
   ABLATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToHost, stream_));
   return Synchronize();
 }

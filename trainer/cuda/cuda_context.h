@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -62,8 +63,12 @@ class CudaContext {
   // Waits for all work queued on stream().
   Status Synchronize();
   // Waits on the host until `event`'s last record has completed. Every host wait of the
-  // backend comes here: it polls, so a set abort flag ends it.
+  // backend comes here: it polls, so a set abort flag or a failed health check ends it.
   Status Wait(const CudaEvent& event) const;
+  // Called every few hundred polls of a wait that has not finished: an error ends the wait
+  // (the engine passes NCCL's asynchronous error, so a dead peer on another node is noticed
+  // while the compute stream waits on a collective that will never finish). Empty: none.
+  void SetHealthCheck(std::function<Status()> check) { health_ = std::move(check); }
 
   const DeviceInfo& device() const { return info_; }
   cudaStream_t stream() const { return stream_; }
@@ -83,6 +88,7 @@ class CudaContext {
 
   DeviceInfo info_;
   const std::atomic<bool>* abort_ = nullptr;
+  std::function<Status()> health_;
   cudaStream_t stream_ = nullptr;
   CudaEvent drained_;  // Synchronize's mark
   std::unique_ptr<CublasLtLibrary> lib_;

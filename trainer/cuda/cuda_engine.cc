@@ -42,6 +42,7 @@ class CudaEngine : public Engine {
     if (coll_ != nullptr) {
       ABLATE_RETURN_IF_ERROR(grads_ready_.Create());
       ABLATE_RETURN_IF_ERROR(grads_reduced_.Create());
+      ctx_->SetHealthCheck([coll = coll_] { return coll->Health(); });
     }
     for (Slot& slot : slots_) {
       ABLATE_RETURN_IF_ERROR(slot.begin.Create(/*timing=*/true));

@@ -33,6 +33,9 @@ class DeviceCollectives {
                                ReduceOp op) = 0;
   // recv (world·n): rank r's send (n) lands at [r·n, (r+1)·n).
   virtual Status AllGather(const void* send, void* recv, int64_t n, WireType type) = 0;
+  // An error once the group is broken (NCCL's asynchronous error: a peer died, a connection
+  // broke). Cheap; for host waits to poll, since queued collectives never finish then.
+  virtual Status Health() = 0;
 };
 
 class Communicator {
@@ -44,8 +47,7 @@ class Communicator {
   // data (n) = reduction over ranks of data (n), in place; identical on every rank.
   virtual Status AllReduce(std::span<float> data, ReduceOp op) = 0;
   // recv (n) = reduction over ranks of send[rank·n, (rank+1)·n); send has world·n elements.
-  virtual Status ReduceScatter(std::span<const float> send, std::span<float> recv,
-                               ReduceOp op) = 0;
+  virtual Status ReduceScatter(std::span<const float> send, std::span<float> recv, ReduceOp op) = 0;
   // recv (world·n): rank r's send (n) lands at [r·n, (r+1)·n).
   virtual Status AllGather(std::span<const float> send, std::span<float> recv) = 0;
   // data (n) = root's data on every rank.

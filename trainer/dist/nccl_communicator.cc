@@ -91,7 +91,10 @@ Status NcclCommunicator::Stage(const float* host, int64_t n) {
   return {};
 }
 
+// A copy into pageable memory returns only once it is done, so the stream is drained first by
+// polling (the collective may wait for a peer that will not come); the copy then cannot block.
 Status NcclCommunicator::Unstage(float* host, int64_t n) {
+  ABLATE_RETURN_IF_ERROR(WaitStream());
   if (n > 0) {
     ABLATE_CUDA_CHECK(cudaMemcpyAsync(host, staging_.get(), size_t(n) * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream_));
@@ -99,19 +102,31 @@ Status NcclCommunicator::Unstage(float* host, int64_t n) {
   return WaitStream();
 }
 
+Status NcclCommunicator::CheckNotAborted() const {
+  if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) {
+    return Error{"rank " + std::to_string(rank_) +
+                     " stopped before a collective: another rank of this run failed",
+                 ""};
+  }
+  return {};
+}
+
+Status NcclCommunicator::Health() {
+  ncclResult_t async = ncclSuccess;
+  ABLATE_NCCL_CHECK(api_, api_.CommGetAsyncError(comm_, &async));
+  if (async != ncclSuccess) {
+    return Track(NcclStatus(&api_, async, "NCCL (asynchronous error, a peer may have failed)",
+                            __FILE__, __LINE__));
+  }
+  return {};
+}
+
 Status NcclCommunicator::WaitStream() {
   for (int polls = 0;; ++polls) {
     cudaError_t e = cudaStreamQuery(stream_);
     if (e == cudaSuccess) return {};
     if (e != cudaErrorNotReady) return cuda::CudaError(e, "cudaStreamQuery", __FILE__, __LINE__);
-    if (polls % 256 == 0) {
-      ncclResult_t async = ncclSuccess;
-      ABLATE_NCCL_CHECK(api_, api_.CommGetAsyncError(comm_, &async));
-      if (async != ncclSuccess) {
-        return NcclStatus(&api_, async, "NCCL (asynchronous error, a peer may have failed)",
-                          __FILE__, __LINE__);
-      }
-    }
+    if (polls % 256 == 0) ABLATE_RETURN_IF_ERROR(Health());
     if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) {
       return Error{"rank " + std::to_string(rank_) +
                        " stopped waiting for a collective: another rank of this run failed",
@@ -136,6 +151,7 @@ void NcclCommunicator::Abort() {
 // The host collectives below use staging_ as the one device buffer; NCCL allows in-place
 // all-reduce, reduce-scatter (recv at send + rank·n) and all-gather (send at recv + rank·n).
 Status NcclCommunicator::AllReduce(std::span<float> data, ReduceOp op) {
+  ABLATE_RETURN_IF_ERROR(CheckNotAborted());
   int64_t n = int64_t(data.size());
   ABLATE_RETURN_IF_ERROR(Track(Stage(data.data(), n)));
   ABLATE_RETURN_IF_ERROR(Track(AllReduce(staging_.get(), n, WireType::kF32, op)));
@@ -147,21 +163,24 @@ Status NcclCommunicator::ReduceScatter(std::span<const float> send, std::span<fl
   if (send.size() != recv.size() * size_t(world_)) {
     return Error{"ReduceScatter: send must hold world_size × recv elements", ""};
   }
+  ABLATE_RETURN_IF_ERROR(CheckNotAborted());
   int64_t n = int64_t(recv.size());
   ABLATE_RETURN_IF_ERROR(Track(Stage(send.data(), int64_t(send.size()))));
   float* mine = staging_.get() + int64_t(rank_) * n;
   ABLATE_RETURN_IF_ERROR(Track(ReduceScatter(staging_.get(), mine, n, WireType::kF32, op)));
+  ABLATE_RETURN_IF_ERROR(Track(WaitStream()));
   if (n > 0) {
     ABLATE_CUDA_CHECK(cudaMemcpyAsync(recv.data(), mine, size_t(n) * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream_));
   }
-  return Track(Unstage(nullptr, 0));
+  return Track(WaitStream());
 }
 
 Status NcclCommunicator::AllGather(std::span<const float> send, std::span<float> recv) {
   if (recv.size() != send.size() * size_t(world_)) {
     return Error{"AllGather: recv must hold world_size × send elements", ""};
   }
+  ABLATE_RETURN_IF_ERROR(CheckNotAborted());
   int64_t n = int64_t(send.size());
   if (staging_.size() < int64_t(recv.size())) {
     ABLATE_RETURN_IF_ERROR(
@@ -177,6 +196,7 @@ Status NcclCommunicator::AllGather(std::span<const float> send, std::span<float>
 }
 
 Status NcclCommunicator::Broadcast(std::span<float> data, int root) {
+  ABLATE_RETURN_IF_ERROR(CheckNotAborted());
   int64_t n = int64_t(data.size());
   ABLATE_RETURN_IF_ERROR(Track(Stage(data.data(), n)));
   ABLATE_RETURN_IF_ERROR(Track(NcclStatus(

@@ -56,6 +56,7 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   // ncclCommAbort: NCCL's kernels of this rank stop waiting for peers, so the rank's streams
   // drain and its memory can be freed. Later calls fail. Idempotent.
   void Abort() override;
+  Status Health() override;
 
   void* stream() const override { return stream_; }
   Status AllReduce(void* data, int64_t n, WireType type, ReduceOp op) override;
@@ -73,6 +74,8 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   // Polls the stream until it is idle; fails on an asynchronous NCCL error (a peer's broken
   // connection) or once abort_ is set.
   Status WaitStream();
+  // An error once abort_ is set: a collective then must not be started.
+  Status CheckNotAborted() const;
   // Records a failure (the destructor then aborts) and passes the status on.
   Status Track(Status s);
 

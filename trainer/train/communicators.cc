@@ -2,6 +2,8 @@
 // opened at run time; without it, several GPUs are refused with a message that says why.
 #include "trainer/train/communicators.h"
 
+#include <cstdlib>
+
 #include "trainer/dist/in_process_communicator.h"
 #include "trainer/dist/nccl_id.h"
 
@@ -76,11 +78,15 @@ Result<std::unique_ptr<Communicators>> MakeCommunicators(const TrainOptions& o,
   Result<std::unique_ptr<NcclLibrary>> lib = NcclLibrary::Load();
   if (!lib.ok()) return lib.error();
   c->lib = std::move(lib).value();
+  // Every connection is made inside the joint group init, not lazily by the first collective
+  // of each kind (NCCL's default since 2.22): a lazy connect talks to the peers on the calling
+  // thread, outside anything an abort reaches, so a peer that failed before its first
+  // collective would hang it. A value the user set wins.
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
   Result<std::string> id = GroupId(o, *c->lib);
   if (!id.ok()) return id.error();
-  auto comms =
-      NcclCommunicator::CreateLocal(*c->lib, *id, o.world_size, plan.first_rank,
-                                            plan.devices, plan.abort);
+  auto comms = NcclCommunicator::CreateLocal(*c->lib, *id, o.world_size, plan.first_rank,
+                                             plan.devices, plan.abort);
   if (!comms.ok()) return comms.error();
   c->comms_ = std::move(comms).value();
   return std::unique_ptr<Communicators>(std::move(c));

@@ -49,6 +49,11 @@ TrainOutcome RankRunner::Run() {
     if (stopping_) break;
   }
   if (!s.ok() && !agreed_failure_) AbortPeers();
+  // The engine's destructors wait for the device without polling. Drain with a polled wait
+  // first; if it fails, or another local rank failed, abort the communicator so that nothing
+  // queued waits for a rank that is gone.
+  bool drained = engine_ == nullptr || engine_->Synchronize().ok();
+  if (!drained || (plan_.abort != nullptr && plan_.abort->load())) AbortPeers();
   if (!s.ok() && outcome_.status == TrainStatus::kOk) {
     outcome_ = {TrainStatus::kFailed, s.message()};
   }
