@@ -3,6 +3,9 @@
 // without a device, and the two-GPU tests below two devices.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -23,11 +26,11 @@ int DeviceCount() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
-#define REQUIRE_GPUS(n)                                                                       \
-  do {                                                                                        \
-    Result<cuda::DeviceInfo> info = cuda::ProbeDevice(0);                                     \
-    if (!info.ok()) GTEST_SKIP() << info.error().message;                                     \
-    if (DeviceCount() < (n)) GTEST_SKIP() << "needs " #n " GPUs; found " << DeviceCount();    \
+#define REQUIRE_GPUS(n)                                                                    \
+  do {                                                                                     \
+    Result<cuda::DeviceInfo> info = cuda::ProbeDevice(0);                                  \
+    if (!info.ok()) GTEST_SKIP() << info.error().message;                                  \
+    if (DeviceCount() < (n)) GTEST_SKIP() << "needs " #n " GPUs; found " << DeviceCount(); \
   } while (0)
 
 std::unique_ptr<NcclLibrary> LoadNccl() {
@@ -104,8 +107,8 @@ TEST(NcclCommunicator, CollectivesOnTwoGpus) {
 
 using testing::Losses;
 
-std::vector<J> RunCuda(const std::vector<int>& gpus, const J& config,
-                       const testing::TempDir& dir, bool nccl_on_one_gpu = false) {
+std::vector<J> RunCuda(const std::vector<int>& gpus, const J& config, const testing::TempDir& dir,
+                       bool nccl_on_one_gpu = false) {
   TrainOptions o;
   o.nccl_on_one_gpu = nccl_on_one_gpu;
   o.backend = Backend::kCuda;
@@ -175,6 +178,58 @@ TEST(MultiGpuTraining, NcclPathAtWorldSizeOneMatchesInProcess) {
   for (size_t i = 0; i < plain.size(); ++i) {
     EXPECT_NEAR(nccl[i], plain[i], 1e-6 * std::abs(plain[i])) << "event " << i;
   }
+}
+
+// GPU 1 is nearly full before the run starts, so rank 1 fails to allocate its model while rank 0
+// goes on to validation and its first step's collectives. Rank 0 must stop waiting for its
+// peer (abort signal, polled waits, ncclCommAbort) and the run must end with rank 1's error,
+// not hang. A hang ends in ctest's timeout; the wait below turns it into a message first.
+TEST(MultiGpuTraining, ARankThatFailsAloneEndsTheRunWithItsErrorInsteadOfAHang) {
+  REQUIRE_GPUS(2);
+  testing::TempDir dir;
+  testing::WriteShards(dir, 200000, 20000);
+  // ~150M parameters with their gradients and optimizer state, and ~4 GB of activations: far
+  // more than the 2 GB left on GPU 1, which is room enough for NCCL and the CUDA context.
+  J config = testing::TinyTrainConfig({{"n_layer", 12},
+                                       {"model_dim", 1024},
+                                       {"n_head", 8},
+                                       {"head_dim", 128},
+                                       {"seq_len", 1024},
+                                       {"device_batch_tokens", 8192},
+                                       {"batch_tokens", 16384},
+                                       {"num_iterations", 3},
+                                       {"val_every", 1},
+                                       {"val_tokens", 16384}});
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  void* hog = nullptr;
+  size_t leave = size_t(2) << 30;
+  ASSERT_GT(free_bytes, leave);
+  ASSERT_EQ(cudaMalloc(&hog, free_bytes - leave), cudaSuccess);
+  TrainOptions o;
+  o.backend = Backend::kCuda;
+  o.gpus = {0, 1};
+  o.threads = 2;
+  o.train_files = {dir.File("train_000.bin")};
+  o.val_files = {dir.File("val_000.bin")};
+  MemorySink sink;
+  std::future<TrainOutcome> run =
+      std::async(std::launch::async, [&] { return Train(config, o, sink); });
+  if (run.wait_for(std::chrono::minutes(3)) != std::future_status::ready) {
+    ADD_FAILURE() << "the run hung after rank 1 failed";
+    std::_Exit(1);  // the hung rank threads cannot be joined
+  }
+  TrainOutcome out = run.get();
+  (void)cudaSetDevice(1);
+  (void)cudaFree(hog);
+  EXPECT_EQ(out.status, TrainStatus::kFailed);
+  EXPECT_NE(out.message.find("rank 1 (GPU 1)"), std::string::npos) << out.message;
+  EXPECT_NE(out.message.find("cudaMalloc"), std::string::npos) << out.message;
+  std::vector<J> events = sink.events();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["event"], "end");
+  EXPECT_EQ(events.back()["status"], "failed");
 }
 
 TEST(MultiGpuTraining, OneGpuReportsMemory) {

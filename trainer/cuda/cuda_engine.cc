@@ -193,8 +193,8 @@ Result<std::unique_ptr<Engine>> MakeCudaEngine(const RunPlan& plan, Communicator
                      " ranks needs a communicator with device collectives (NCCL)",
                  "world_size"};
   }
-  Result<std::unique_ptr<CudaContext>> ctx =
-      CudaContext::Create(plan.DeviceOf(comm.rank()), plan.abort);
+  Result<std::unique_ptr<CudaContext>> ctx = CudaContext::Create(
+      plan.DeviceOf(comm.rank()), plan.abort != nullptr ? plan.abort->flag() : nullptr);
   if (!ctx.ok()) return ctx.error();
   Result<std::unique_ptr<Gpt>> gpt =
       Gpt::Create(**ctx, plan.model, plan.micro_batch, plan.model.seq_len);

@@ -85,8 +85,9 @@ Result<std::unique_ptr<Communicators>> MakeCommunicators(const TrainOptions& o,
   setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
   Result<std::string> id = GroupId(o, *c->lib);
   if (!id.ok()) return id.error();
-  auto comms = NcclCommunicator::CreateLocal(*c->lib, *id, o.world_size, plan.first_rank,
-                                             plan.devices, plan.abort);
+  auto comms =
+      NcclCommunicator::CreateLocal(*c->lib, *id, o.world_size, plan.first_rank, plan.devices,
+                                    plan.abort != nullptr ? plan.abort->flag() : nullptr);
   if (!comms.ok()) return comms.error();
   c->comms_ = std::move(comms).value();
   return std::unique_ptr<Communicators>(std::move(c));

@@ -48,12 +48,15 @@ TrainOutcome RankRunner::Run() {
     if (s.ok() && stopping_) s = CollectThrough(step);  // what already ran is reported
     if (stopping_) break;
   }
-  if (!s.ok() && !agreed_failure_) AbortPeers();
-  // The engine's destructors wait for the device without polling. Drain with a polled wait
-  // first; if it fails, or another local rank failed, abort the communicator so that nothing
-  // queued waits for a rank that is gone.
-  bool drained = engine_ == nullptr || engine_->Synchronize().ok();
-  if (!drained || (plan_.abort != nullptr && plan_.abort->load())) AbortPeers();
+  if (s.ok() && engine_ != nullptr) s = engine_->Synchronize();  // a clean end: nothing queued
+  if (!s.ok() && !agreed_failure_ && !AbortPeers(s.message())) {
+    s = Error{plan_.abort->why(), ""};  // another rank failed first: its error is the cause
+  }
+  // The engine's destructors wait for the device without polling. After a failure, drain with
+  // a polled wait; if that fails, or another local rank failed, abort the communicator so that
+  // nothing queued waits for a rank that is gone.
+  if (!s.ok() && engine_ != nullptr && !engine_->Synchronize().ok()) comm_.Abort();
+  if (plan_.abort != nullptr && plan_.abort->raised()) comm_.Abort();
   if (!s.ok() && outcome_.status == TrainStatus::kOk) {
     outcome_ = {TrainStatus::kFailed, s.message()};
   }
@@ -68,9 +71,16 @@ int RankRunner::InFlight() const {
   return plan_.steps_in_flight >= 0 ? plan_.steps_in_flight : engine_->StepsInFlight();
 }
 
-void RankRunner::AbortPeers() {
-  if (plan_.abort != nullptr) plan_.abort->store(true);
+bool RankRunner::AbortPeers(const std::string& why) {
+  bool first = true;
+  if (plan_.abort != nullptr) {
+    std::string where = plan_.backend == Backend::kCuda
+                            ? " (GPU " + std::to_string(plan_.DeviceOf(comm_.rank())) + ")"
+                            : "";
+    first = plan_.abort->Raise("rank " + std::to_string(comm_.rank()) + where + ": " + why);
+  }
   comm_.Abort();
+  return first;
 }
 
 Status RankRunner::Evaluate(int64_t step) {

@@ -42,9 +42,10 @@ class RankRunner {
   Status CollectThrough(int64_t last);
   // Steps queued ahead of the one collected: the plan's choice, else the engine's.
   int InFlight() const;
-  // After a failure of this rank alone: tells the process's other ranks and aborts the
-  // communicator, so that no rank waits forever and the engine can be torn down.
-  void AbortPeers();
+  // After a failure of this rank alone: tells the process's other ranks (why, labelled with
+  // this rank) and aborts the communicator, so that no rank waits forever and the engine can be
+  // torn down. False when another rank had raised the signal first.
+  bool AbortPeers(const std::string& why);
   void EmitStep(int64_t step, double loss, double step_ms);
   void EmitStart();
   void EmitEnd();

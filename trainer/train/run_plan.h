@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "trainer/model/model_config.h"
@@ -13,6 +15,33 @@
 #include "trainer/train/trainer.h"
 
 namespace ablate {
+
+// Raised by the first rank of this process that fails on its own (not by a decision all ranks
+// took together). The other ranks' waits for the device and for collectives poll flag() and
+// give up; they then report why() (the first rank's error) instead of their own "gave up".
+// Thread-safe.
+class AbortSignal {
+ public:
+  // Raises the signal; true for the first caller, whose `why` is kept.
+  bool Raise(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (raised_.load()) return false;
+    why_ = why;
+    raised_.store(true);
+    return true;
+  }
+  bool raised() const { return raised_.load(); }
+  const std::atomic<bool>* flag() const { return &raised_; }
+  std::string why() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return why_;
+  }
+
+ private:
+  std::atomic<bool> raised_{false};
+  mutable std::mutex mu_;
+  std::string why_;
+};
 
 struct RunPlan {
   ModelConfig model;
@@ -33,10 +62,8 @@ struct RunPlan {
   int first_rank = 0;
   int DeviceOf(int rank) const { return devices.at(size_t(rank - first_rank)); }
   const std::atomic<bool>* stop = nullptr;
-  int steps_in_flight = -1;  // TrainOptions::steps_in_flight
-  // Set by a rank of this process that failed on its own: the others' waits for the device and
-  // for collectives give up instead of waiting for it forever. Owned by Train().
-  std::atomic<bool>* abort = nullptr;
+  int steps_in_flight = -1;      // TrainOptions::steps_in_flight
+  AbortSignal* abort = nullptr;  // shared by this process's ranks; owned by Train()
 };
 
 }  // namespace ablate

@@ -197,7 +197,7 @@ TrainOutcome Train(const J& canonical, const TrainOptions& requested, EventSink&
   if (!plan.ok()) return invalid(plan.error().message);
   Result<RankData> data = OpenData(canonical, *plan, options);
   if (!data.ok()) return invalid(data.error().message);
-  std::atomic<bool> abort{false};  // outlives the communicators and the ranks
+  AbortSignal abort;  // outlives the communicators and the ranks
   plan.value().abort = &abort;
   Result<std::unique_ptr<Communicators>> comms = MakeCommunicators(options, *plan);
   if (!comms.ok()) return invalid(comms.error().message);
