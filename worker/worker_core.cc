@@ -277,6 +277,9 @@ std::vector<v1::HeldAttempt> WorkerCore::Held() const {
     h.set_attempt_id(id);
     h.set_fencing_token(a->assignment.fencing_token());
     *h.mutable_gpus() = a->assignment.gpus();  // the coordinator counts them as taken
+    // After a coordinator restart, how a node other than 0 is known again as its gang's node.
+    h.set_node_rank(a->assignment.node_rank());
+    h.set_num_nodes(a->assignment.num_nodes());
     held.push_back(h);
   }
   return held;

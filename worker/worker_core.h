@@ -71,7 +71,7 @@ class WorkerCore {
   void HandleNcclId(const v1::NcclId& id);
   // Welcome.stale_attempt_ids: those children are stopped and their outbox entries dropped.
   void HandleStale(const std::vector<int64_t>& attempt_ids);
-  // Attempts whose trainer is still running (Hello.running).
+  // Attempts whose trainer is still running (Hello.running), with their GPUs and node.
   std::vector<v1::HeldAttempt> Held() const;
   // Sends every outbox entry not yet sent on the current connection. Called after a (re)connect.
   void SendPending();

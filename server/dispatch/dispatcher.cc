@@ -96,7 +96,8 @@ absl::Status Dispatcher::Start() {
       if (!a.ok()) continue;
       WorkerState& w = workers_[a->worker_id];
       w.last_heartbeat_ms = now + options_.restart_grace_ms;  // lease + grace to reconnect
-      w.attempts[a->id] = LiveAttempt{r.id, a->fencing_token, {}};
+      // The store names node 0's worker; the gang's size comes with the first node's Hello.
+      w.attempts[a->id] = LiveAttempt{r.id, a->fencing_token, {}, GangNode{}, /*restored=*/true};
     }
   }
   loop_ = std::thread([this] { Loop(); });
@@ -157,22 +158,14 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
   }
   std::map<int64_t, LiveAttempt> held;
   for (const v1::HeldAttempt& h : hello.running()) {
-    absl::StatusOr<Attempt> a = store_->GetAttempt(h.attempt_id());
-    absl::StatusOr<Run> r = a.ok() ? store_->GetRun(a->run_id) : absl::StatusOr<Run>(a.status());
-    auto share = known.find(h.attempt_id());
-    // The store names only node 0's worker; the other nodes of a gang are known from memory.
-    bool ours =
-        a.ok() && (a->worker_id == id ||
-                   (share != known.end() && share->second.fencing_token == h.fencing_token()));
-    bool current = ours && r.ok() && r->current_attempt_id == h.attempt_id() &&
-                   a->fencing_token == h.fencing_token() && !IsTerminal(r->state);
-    if (!current) {
+    auto own = known.find(h.attempt_id());
+    std::optional<LiveAttempt> share =
+        AcceptHeld(id, h, own != known.end() ? &own->second : nullptr);
+    if (share) {
+      held[h.attempt_id()] = *std::move(share);
+    } else {
       welcome.add_stale_attempt_ids(h.attempt_id());
-      continue;
     }
-    held[h.attempt_id()] =
-        LiveAttempt{a->run_id, a->fencing_token, std::vector<int>(h.gpus().begin(), h.gpus().end()),
-                    share != known.end() ? share->second.node : GangNode{}};
   }
   // An Assignment must never overtake the Welcome: the worker closes a stream whose first answer
   // is anything else. The session is published below, after this send.
@@ -199,10 +192,60 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     w.cpu_slots = hello.cpu_slots();
     w.datasets = record.datasets;
     w.attempts = std::move(held);
+    for (const auto& [attempt_id, live] : w.attempts) {
+      if (live.node.in_gang() && !live.restored) LearnGangSize(attempt_id, live.node.num_nodes);
+    }
   }
   feed_->Notify();
   Kick();
   return welcome;
+}
+
+std::optional<Dispatcher::LiveAttempt> Dispatcher::AcceptHeld(const std::string& worker_id,
+                                                              const v1::HeldAttempt& h,
+                                                              const LiveAttempt* own) const {
+  // The store's truth first: the run's current attempt, not ended, this fencing token.
+  absl::StatusOr<Attempt> a = store_->GetAttempt(h.attempt_id());
+  if (!a.ok() || a->fencing_token != h.fencing_token()) return std::nullopt;
+  if (a->state != AttemptState::kAssigned && a->state != AttemptState::kRunning) {
+    return std::nullopt;
+  }
+  absl::StatusOr<Run> r = store_->GetRun(a->run_id);
+  if (!r.ok() || r->current_attempt_id != a->id || IsTerminal(r->state)) return std::nullopt;
+  // The node it claims; a worker that does not say (num_nodes 0): its share as recorded.
+  GangNode node{h.node_rank(), h.num_nodes()};
+  if (h.num_nodes() == 0) node = own ? own->node : GangNode{};
+  if (node.rank < 0 || node.rank >= node.num_nodes) return std::nullopt;
+  // The store records node 0's worker: that worker is node 0 and no other node.
+  if ((node.rank == 0) != (a->worker_id == worker_id)) return std::nullopt;
+  if (own && !own->restored && own->node != node) return std::nullopt;  // its node stays its own
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!FitsGang(worker_id, a->id, node)) return std::nullopt;
+  }
+  return LiveAttempt{a->run_id, a->fencing_token,
+                     std::vector<int>(h.gpus().begin(), h.gpus().end()), node};
+}
+
+bool Dispatcher::FitsGang(const std::string& worker_id, int64_t attempt_id,
+                          const GangNode& node) const {
+  for (const auto& [id, w] : workers_) {
+    auto it = w.attempts.find(attempt_id);
+    if (id == worker_id || it == w.attempts.end()) continue;
+    const LiveAttempt& other = it->second;
+    const GangNode theirs = other.restored ? GangNode{0, node.num_nodes} : other.node;
+    if (theirs.num_nodes != node.num_nodes || theirs.rank == node.rank) return false;
+  }
+  return true;
+}
+
+void Dispatcher::LearnGangSize(int64_t attempt_id, int num_nodes) {
+  for (auto& [id, w] : workers_) {
+    auto it = w.attempts.find(attempt_id);
+    if (it == w.attempts.end() || !it->second.restored) continue;
+    it->second.node.num_nodes = num_nodes;
+    it->second.restored = false;
+  }
 }
 
 void Dispatcher::Unregister(const std::string& worker_id, const WorkerSession* session) {

@@ -14,6 +14,12 @@
 // wait forever in NCCL collectives for the dead peer. Only node 0's worker sends metric
 // batches (worker/worker_core.h); another node's are acknowledged and not stored.
 //
+// After a coordinator restart the store names only node 0's worker. Start() restores node 0's
+// share; every node is known again from its Hello (HeldAttempt.node_rank/num_nodes), checked
+// against the store (current, unfinished attempt, same fencing token, rank 0 only on the store's
+// worker) and against the nodes already known. A gang whose node 0 does not come back within
+// restart_grace_ms + lease_ms is lost, and the nodes that did come back are cancelled.
+//
 // Thread-safe. gRPC stream handlers call Register/On*/Unregister from their own threads; the
 // dispatcher's loop thread schedules and expires leases.
 #ifndef ABLATE_SERVER_DISPATCH_DISPATCHER_H_
@@ -55,6 +61,7 @@ struct GangNode {
   int num_nodes = 1;                                // 0 with kUnknownRank
   bool authoritative() const { return rank == 0; }  // its result is the attempt's
   bool in_gang() const { return num_nodes != 1; }
+  bool operator==(const GangNode&) const = default;
 };
 
 struct DispatcherOptions {
@@ -123,13 +130,16 @@ class Dispatcher {
   // share per node, each in its own worker's map under the same attempt id. A share (and its
   // GPUs) stays until its own node reports RunFinished or is lost, also after the attempt has
   // ended in the store, so that no new run lands on GPUs whose trainer is still stopping.
-  // After a coordinator restart only node 0's share is known again (the store records node 0's
-  // worker); another node that reconnects holding the attempt is told it is stale.
+  // After a coordinator restart node 0's share comes from the store (`restored`), the other
+  // nodes' from their Hellos (AcceptHeld).
   struct LiveAttempt {
     int64_t run_id = 0;
     int64_t fencing_token = 0;
     std::vector<int> gpus;  // empty: a CPU slot
     GangNode node{};  // node 0 of 1 unless the attempt is a gang
+    // Loaded by Start() from the store: node 0, but the gang's size (node.num_nodes) is not known
+    // until a node of it says so in its Hello.
+    bool restored = false;
     // Set when a reconnecting worker no longer runs the attempt: its RunFinished may still be
     // in the worker's outbox, so the attempt is lost only if nothing arrives by then.
     int64_t orphan_deadline_ms = 0;
@@ -147,6 +157,19 @@ class Dispatcher {
 
   void Loop();
   int64_t Now() const { return options_.clock(); }
+  // The share a reconnecting worker keeps for a HeldAttempt of its Hello, or nullopt when the
+  // claim is stale: not the run's current unfinished attempt with that fencing token in the
+  // store, a node rank the store contradicts (node 0 is the attempt's worker there, no other node
+  // is), or one that does not fit the gang known so far. `own` is the worker's share from before
+  // the reconnect, if any.
+  std::optional<LiveAttempt> AcceptHeld(const std::string& worker_id, const v1::HeldAttempt& h,
+                                        const LiveAttempt* own) const;
+  // Whether `node` of the attempt fits the shares other workers hold: the same gang size, a rank
+  // none of them has. Restored shares (node 0, size unknown) fit any node other than 0.
+  bool FitsGang(const std::string& worker_id, int64_t attempt_id, const GangNode& node) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A node of the attempt said how large its gang is: restored shares learn it.
+  void LearnGangSize(int64_t attempt_id, int num_nodes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<NodeCapacity> Capacity() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<QueuedRun>> QueuedRuns(std::map<int64_t, int>* active);
   void Assign(const Placement& p);

@@ -299,6 +299,8 @@ TEST_F(WorkerCoreTest, MultiNodeRankZeroSendsTheIdItsTrainerWrote) {
   EXPECT_EQ(std::vector<int32_t>(held[0].gpus().begin(), held[0].gpus().end()),
             (std::vector<int32_t>{0, 1}))
       << "the coordinator keeps the GPUs taken after a reconnect";
+  EXPECT_EQ(held[0].node_rank(), 0);
+  EXPECT_EQ(held[0].num_nodes(), 2);
   EXPECT_TRUE(Contains(argv, {"--gpus", "0-1", "--nnodes", "2", "--node-rank", "0",
                               "--nccl-id-file", run_dir + "/nccl_id"}))
       << nlohmann::json(argv).dump();
@@ -343,6 +345,14 @@ TEST_F(WorkerCoreTest, MultiNodeOtherRanksWriteTheRelayedIdForTheirTrainer) {
   core->HandleAssignment(MultiNode(Assign(13, {{"steps", 1}, {"hang", true}}), 1));
   std::string dir13 = dir_.path() + "/work/runs/10-a13";
   ASSERT_FALSE(TrainerArgv(dir13).empty());
+  // A coordinator that restarted knows this node again from its Hello (the store names node 0's
+  // worker only).
+  std::vector<v1::HeldAttempt> held = core->Held();
+  ASSERT_EQ(held.size(), 2u);
+  for (const v1::HeldAttempt& h : held) {
+    EXPECT_EQ(h.node_rank(), 1) << "attempt " << h.attempt_id();
+    EXPECT_EQ(h.num_nodes(), 2) << "attempt " << h.attempt_id();
+  }
   EXPECT_FALSE(std::filesystem::exists(dir13 + "/nccl_id"));
   v1::NcclId later;
   later.set_attempt_id(13);

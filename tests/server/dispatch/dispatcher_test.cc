@@ -1,5 +1,6 @@
 // Dispatcher over a real in-memory store with fake worker sessions and a fake clock: gang
-// assignments and the NCCL id relay, leases, fencing of stale writers, and reconnects.
+// assignments and the NCCL id relay, leases, fencing of stale writers, reconnects, and gangs
+// across a coordinator restart (a store file reopened under a new dispatcher).
 #include "server/dispatch/dispatcher.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <mutex>
 
 #include "server/sweep/sweep_spec.h"
+#include "tests/util/subprocess.h"
 
 namespace ablate {
 namespace {
@@ -45,10 +47,15 @@ v1::Hello HelloOf(const std::string& id, int gpus, int cpu_slots) {
 
 class DispatcherTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Open(":memory:"); }
+
+  // A store at `store_path` and a dispatcher over it, both on the fake clock.
+  void Open(const std::string& store_path) {
     StoreOptions so;
     so.clock = [this] { return now_.load(); };
-    store_ = *Store::Open(":memory:", so);
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(store_path, so);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
     DispatcherOptions o;
     o.lease_ms = 1000;
     o.clock = [this] { return now_.load(); };
@@ -130,6 +137,62 @@ class DispatcherTest : public ::testing::Test {
       if (x.has_cancel()) out.push_back(x.cancel());
     }
     return out;
+  }
+
+  // Gang `g` (PlaceGang) holds every GPU; an 8-GPU run waits. Node 1's ok frees node 1 only
+  // (the 8-GPU run lands there) and leaves the run `before`; node 0's ok succeeds the run with
+  // node 0's summary. Nobody is cancelled.
+  void ExpectGangFinishesByTheRules(const std::vector<GangMember>& g, RunState before) {
+    const v1::Assignment& as = g[0].assignment;
+    Submit(/*gpus_per_run=*/8, /*seeds=*/1);
+    dispatcher_->ScheduleOnce();
+    EXPECT_TRUE(Assignments(g[0].session->Take()).empty());
+    EXPECT_TRUE(Assignments(g[1].session->Take()).empty()) << "every GPU is taken by the gang";
+
+    ExpectFinishedAck(
+        dispatcher_->OnRunFinished(g[1].worker_id, FinishedOf(g[1].assignment, "ok", "", 111)),
+        as.attempt_id());
+    ablate::Run run = *store_->GetRun(as.run_id());
+    EXPECT_EQ(run.state, before) << "node 0 has not reported yet";
+    EXPECT_EQ(run.summary.steps, 0);
+    EXPECT_EQ(OnlyAttempt(as.run_id()).state,
+              before == RunState::kRunning ? AttemptState::kRunning : AttemptState::kAssigned);
+    dispatcher_->ScheduleOnce();  // node 1's 8 GPUs are free now, node 0's are not
+    EXPECT_TRUE(Assignments(g[0].session->Take()).empty());
+    std::vector<v1::Assignment> next = Assignments(g[1].session->Take());
+    ASSERT_EQ(next.size(), 1u);
+    EXPECT_NE(next[0].run_id(), as.run_id());
+    EXPECT_EQ(next[0].gpus_size(), 8);
+
+    v1::RunFinished done = FinishedOf(as, "ok", "", 300);
+    done.mutable_summary()->set_final_val_loss(3.27);
+    ExpectFinishedAck(dispatcher_->OnRunFinished(g[0].worker_id, done), as.attempt_id());
+    run = *store_->GetRun(as.run_id());
+    EXPECT_EQ(run.state, RunState::kSucceeded);
+    EXPECT_EQ(run.summary.steps, 300);
+    EXPECT_EQ(run.summary.final_val_loss, 3.27);
+    EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kSucceeded);
+    EXPECT_TRUE(Cancels(g[0].session->Take()).empty());
+    EXPECT_TRUE(Cancels(g[1].session->Take()).empty());
+  }
+
+  // The gang's attempt was lost (the run requeued, its retry budget untouched) and `other`, the
+  // node still holding it, got one Cancel saying `reason`; its answer to it changes nothing.
+  void ExpectLostAndCancelled(const GangMember& other, const std::string& reason) {
+    const v1::Assignment& as = other.assignment;
+    EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kLost);
+    ablate::Run run = *store_->GetRun(as.run_id());
+    EXPECT_EQ(run.state, RunState::kQueued);
+    EXPECT_EQ(run.attempts_used, 0);
+    std::vector<v1::Cancel> cancels = Cancels(other.session->Take());
+    ASSERT_EQ(cancels.size(), 1u);
+    EXPECT_EQ(cancels[0].attempt_id(), as.attempt_id());
+    EXPECT_EQ(cancels[0].reason(), reason);
+    ExpectFinishedAck(
+        dispatcher_->OnRunFinished(other.worker_id, FinishedOf(as, "cancelled", "", 4)),
+        as.attempt_id());
+    EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kLost);
+    EXPECT_TRUE(dispatcher_->RunsByWorker()[other.worker_id].empty());
   }
 
   Attempt OnlyAttempt(int64_t run_id) {
@@ -300,36 +363,7 @@ TEST_F(DispatcherTest, GangNodeOneFailureFailsTheAttemptAndCancelsNodeZero) {
 
 TEST_F(DispatcherTest, GangSucceedsWithNodeZerosSummaryAndFreesEachNodeAtItsFinish) {
   std::vector<GangMember> g = PlaceGang();
-  const v1::Assignment& as = g[0].assignment;
-  Submit(/*gpus_per_run=*/8, /*seeds=*/1);
-  dispatcher_->ScheduleOnce();
-  EXPECT_TRUE(Assignments(g[0].session->Take()).empty());
-  EXPECT_TRUE(Assignments(g[1].session->Take()).empty()) << "every GPU is taken by the gang";
-
-  ExpectFinishedAck(
-      dispatcher_->OnRunFinished(g[1].worker_id, FinishedOf(g[1].assignment, "ok", "", 111)),
-      as.attempt_id());
-  ablate::Run run = *store_->GetRun(as.run_id());
-  EXPECT_EQ(run.state, RunState::kAssigned) << "node 0 has not reported yet";
-  EXPECT_EQ(run.summary.steps, 0);
-  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kAssigned);
-  dispatcher_->ScheduleOnce();  // node 1's 8 GPUs are free now, node 0's are not
-  EXPECT_TRUE(Assignments(g[0].session->Take()).empty());
-  std::vector<v1::Assignment> next = Assignments(g[1].session->Take());
-  ASSERT_EQ(next.size(), 1u);
-  EXPECT_NE(next[0].run_id(), as.run_id());
-  EXPECT_EQ(next[0].gpus_size(), 8);
-
-  v1::RunFinished done = FinishedOf(as, "ok", "", 300);
-  done.mutable_summary()->set_final_val_loss(3.27);
-  ExpectFinishedAck(dispatcher_->OnRunFinished(g[0].worker_id, done), as.attempt_id());
-  run = *store_->GetRun(as.run_id());
-  EXPECT_EQ(run.state, RunState::kSucceeded);
-  EXPECT_EQ(run.summary.steps, 300);
-  EXPECT_EQ(run.summary.final_val_loss, 3.27);
-  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kSucceeded);
-  EXPECT_TRUE(Cancels(g[0].session->Take()).empty());
-  EXPECT_TRUE(Cancels(g[1].session->Take()).empty());
+  ExpectGangFinishesByTheRules(g, RunState::kAssigned);
 }
 
 TEST_F(DispatcherTest, GangNodeZeroFailureCancelsTheOtherNode) {
@@ -370,24 +404,11 @@ TEST_F(DispatcherTest, GangNodeCancelledRequeuesWithoutCountingAndCancelsNodeZer
 
 TEST_F(DispatcherTest, LostGangNodeCancelsTheOtherNode) {
   std::vector<GangMember> g = PlaceGang();
-  const v1::Assignment& as = g[0].assignment;
   now_ += 1500;  // past the lease; only node 0's worker is heard from
   dispatcher_->OnHeartbeat(g[0].worker_id);
   dispatcher_->ExpireLeases();
-  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kLost);
-  ablate::Run run = *store_->GetRun(as.run_id());
-  EXPECT_EQ(run.state, RunState::kQueued);
-  EXPECT_EQ(run.attempts_used, 0);
-  std::vector<v1::Cancel> cancels = Cancels(g[0].session->Take());
-  ASSERT_EQ(cancels.size(), 1u);
-  EXPECT_EQ(cancels[0].attempt_id(), as.attempt_id());
-  EXPECT_EQ(cancels[0].reason(), "node 1 of 2 (worker " + g[1].worker_id +
-                                     ") lost: no heartbeat or result within the lease");
-  // Node 0's answer to the Cancel is acknowledged and changes nothing.
-  ExpectFinishedAck(dispatcher_->OnRunFinished(g[0].worker_id, FinishedOf(as, "cancelled", "", 4)),
-                    as.attempt_id());
-  EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kLost);
-  EXPECT_TRUE(dispatcher_->RunsByWorker()[g[0].worker_id].empty());
+  ExpectLostAndCancelled(g[0], "node 1 of 2 (worker " + g[1].worker_id +
+                                   ") lost: no heartbeat or result within the lease");
 }
 
 // A node other than 0 that reconnects still holding its share keeps it, as node 1.
@@ -434,6 +455,144 @@ TEST_F(DispatcherTest, GangMetricsAreStoredFromNodeZeroOnly) {
   MetricCurve curve = *store_->GetMetrics(g[0].assignment.run_id(), 0);
   ASSERT_EQ(curve.total_points, 1);
   EXPECT_EQ(curve.points[0].step, 1);
+}
+
+}  // namespace
+}  // namespace ablate
+
+namespace ablate {
+namespace {
+
+// Gangs across a coordinator restart: the store lives in a file; a restart closes the store and
+// the dispatcher and opens new ones over the same file, so only what the store committed and
+// what the workers say in their Hellos is known afterwards.
+class DispatcherRestartTest : public DispatcherTest {
+ protected:
+  void SetUp() override { Open(store_path_); }
+
+  void RestartCoordinator() {
+    dispatcher_.reset();
+    store_.reset();
+    Open(store_path_);
+    ASSERT_TRUE(dispatcher_->Start().ok());
+    // Start() restored the live attempts; the test drives the scheduling and lease passes itself.
+    dispatcher_->Stop();
+  }
+
+  // `m`'s Hello after the restart, still running its gang share (Held() of its worker).
+  static v1::Hello HoldingHello(const GangMember& m) {
+    v1::Hello hello = HelloOf(m.worker_id, 8, 0);
+    v1::HeldAttempt* h = hello.add_running();
+    h->set_run_id(m.assignment.run_id());
+    h->set_attempt_id(m.assignment.attempt_id());
+    h->set_fencing_token(m.assignment.fencing_token());
+    *h->mutable_gpus() = m.assignment.gpus();
+    h->set_node_rank(m.assignment.node_rank());
+    h->set_num_nodes(m.assignment.num_nodes());
+    return hello;
+  }
+
+  // Registers `hello` on a new session for `m`; returns the Welcome's stale attempt ids.
+  std::vector<int64_t> Reconnect(GangMember& m, const v1::Hello& hello) {
+    m.session = std::make_shared<FakeSession>();
+    absl::StatusOr<v1::Welcome> w = dispatcher_->Register(hello, m.session);
+    EXPECT_TRUE(w.ok()) << w.status();
+    m.session->Take();  // the Welcome
+    if (!w.ok()) return {};
+    return {w->stale_attempt_ids().begin(), w->stale_attempt_ids().end()};
+  }
+
+  ablate::testing::TempDir dir_;
+  const std::string store_path_ = dir_.path() + "/ablate.db";
+};
+
+TEST_F(DispatcherRestartTest, EveryNodeOfAGangIsKnownAgainAndTheGangFinishesByTheRules) {
+  std::vector<GangMember> g = PlaceGang();
+  const v1::Assignment as = g[0].assignment;
+  v1::RunStarted started;
+  started.set_attempt_id(as.attempt_id());
+  started.set_fencing_token(as.fencing_token());
+  dispatcher_->OnRunStarted(g[0].worker_id, started);
+  RestartCoordinator();
+
+  // Node 1 comes back first: before node 0, only the store vouches for the attempt.
+  EXPECT_TRUE(Reconnect(g[1], HoldingHello(g[1])).empty()) << "node 1 is not stale";
+  EXPECT_TRUE(Reconnect(g[0], HoldingHello(g[0])).empty()) << "node 0 is not stale";
+  std::map<std::string, std::vector<int64_t>> held = dispatcher_->RunsByWorker();
+  EXPECT_EQ(held[g[0].worker_id], std::vector<int64_t>{as.run_id()});
+  EXPECT_EQ(held[g[1].worker_id], std::vector<int64_t>{as.run_id()});
+  ExpectGangFinishesByTheRules(g, RunState::kRunning);
+}
+
+// A gang whose node 0 does not come back is lost after the restart grace and the lease; the node
+// that came back is cancelled (its trainer waits for node 0 in NCCL), and its answer changes
+// nothing.
+TEST_F(DispatcherRestartTest, GangWhoseNodeZeroNeverReturnsIsLostAndTheOtherNodeCancelled) {
+  std::vector<GangMember> g = PlaceGang();
+  const v1::Assignment as = g[1].assignment;
+  RestartCoordinator();
+  EXPECT_TRUE(Reconnect(g[1], HoldingHello(g[1])).empty());
+  now_ += 10000;  // within the restart grace (15 s) + lease (1 s)
+  dispatcher_->OnHeartbeat(g[1].worker_id);
+  dispatcher_->ExpireLeases();
+  EXPECT_EQ(store_->GetRun(as.run_id())->state, RunState::kAssigned);
+  EXPECT_TRUE(g[1].session->Take().empty());
+
+  now_ += 7000;
+  dispatcher_->OnHeartbeat(g[1].worker_id);
+  dispatcher_->ExpireLeases();
+  ExpectLostAndCancelled(g[1], "node 0 of 2 (worker " + g[0].worker_id +
+                                   ") lost: no heartbeat or result within the lease");
+}
+
+TEST_F(DispatcherRestartTest, NodeWithAWrongFencingTokenIsStale) {
+  std::vector<GangMember> g = PlaceGang();
+  RestartCoordinator();
+  v1::Hello wrong = HoldingHello(g[1]);
+  wrong.mutable_running(0)->set_fencing_token(g[1].assignment.fencing_token() + 1);
+  EXPECT_EQ(Reconnect(g[1], wrong), std::vector<int64_t>{g[1].assignment.attempt_id()});
+  EXPECT_TRUE(dispatcher_->RunsByWorker()[g[1].worker_id].empty());
+  EXPECT_TRUE(Reconnect(g[1], HoldingHello(g[1])).empty()) << "the right token is accepted";
+}
+
+// The store names node 0's worker, and a gang's nodes must agree: claims that contradict either
+// are stale, and the claims that hold stay.
+TEST_F(DispatcherRestartTest, NodeClaimsTheStoreOrTheGangContradictAreStale) {
+  std::vector<GangMember> g = PlaceGang();
+  const int64_t attempt = g[0].assignment.attempt_id();
+  const std::vector<int64_t> stale = {attempt};
+  RestartCoordinator();
+  auto claim = [&](GangMember m, int rank, int num_nodes) {
+    v1::Hello hello = HoldingHello(m);
+    hello.mutable_running(0)->set_node_rank(rank);
+    hello.mutable_running(0)->set_num_nodes(num_nodes);
+    return Reconnect(m, hello);
+  };
+  EXPECT_EQ(claim(g[1], 0, 2), stale) << "node 0 is the worker the store names";
+  EXPECT_EQ(claim(g[0], 1, 2), stale) << "the store's worker is node 0";
+  EXPECT_EQ(claim(g[1], 2, 2), stale) << "no node 2 of 2";
+  EXPECT_EQ(claim(g[1], 1, 2), std::vector<int64_t>{});
+  GangMember c{"c", nullptr, g[1].assignment};
+  EXPECT_EQ(claim(c, 1, 2), stale) << "node 1 is held by " << g[1].worker_id;
+  EXPECT_EQ(claim(c, 2, 3), stale) << "the gang has 2 nodes";
+  EXPECT_EQ(claim(g[0], 0, 3), stale) << "the gang has 2 nodes";
+  EXPECT_EQ(claim(g[0], 0, 2), std::vector<int64_t>{});
+  std::map<std::string, std::vector<int64_t>> held = dispatcher_->RunsByWorker();
+  EXPECT_EQ(held[g[0].worker_id], std::vector<int64_t>{g[0].assignment.run_id()});
+  EXPECT_EQ(held[g[1].worker_id], std::vector<int64_t>{g[0].assignment.run_id()});
+  EXPECT_TRUE(held["c"].empty());
+}
+
+// Node 0 finished the attempt before the restart: another node still holding it must stop.
+TEST_F(DispatcherRestartTest, NodeOfAnAttemptNodeZeroFinishedIsStale) {
+  std::vector<GangMember> g = PlaceGang();
+  ExpectFinishedAck(
+      dispatcher_->OnRunFinished(g[0].worker_id, FinishedOf(g[0].assignment, "ok", "", 300)),
+      g[0].assignment.attempt_id());
+  RestartCoordinator();
+  EXPECT_EQ(Reconnect(g[1], HoldingHello(g[1])),
+            std::vector<int64_t>{g[1].assignment.attempt_id()});
+  EXPECT_TRUE(dispatcher_->RunsByWorker()[g[1].worker_id].empty());
 }
 
 }  // namespace
