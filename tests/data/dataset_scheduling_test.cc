@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/util/cli_client.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::testing {
@@ -22,8 +23,8 @@ using namespace std::chrono_literals;
 
 // Paragraphs of English-like text, enough for a validation split above the tiny scale's needs.
 std::string Corpus() {
-  const char* words[] = {"the", "model", "learns", "a", "shard", "of", "text", "and",
-                         "then", "it", "runs", "on", "every", "node", "with", "data"};
+  const char* words[] = {"the",  "model", "learns", "a",  "shard", "of",   "text", "and",
+                         "then", "it",    "runs",   "on", "every", "node", "with", "data"};
   std::string text;
   for (int doc = 0; doc < 600; ++doc) {
     for (int w = 0; w < 80; ++w) text += std::string(words[(doc * 7 + w * 3) % 16]) + " ";
@@ -36,8 +37,8 @@ class DatasetSchedulingTest : public ::testing::Test {
  protected:
   void SetUp() override {
     WriteFile(Root() + "/corpus.txt", Corpus());
-    ProcessResult enc = RunProcess({ABLATE_DATA_BIN, "encode", Root() + "/corpus.txt", "--out",
-                                    Root() + "/with/debian-text"});
+    ProcessResult enc = RunProcess(
+        {ABLATE_DATA_BIN, "encode", Root() + "/corpus.txt", "--out", Root() + "/with/debian-text"});
     ASSERT_EQ(enc.exit_code, 0) << enc.err;
     // A fineweb10B that lost its train shard: listed in its manifest, gone from the disk.
     fs::copy(Root() + "/with/debian-text", Root() + "/with/fineweb10B");
@@ -65,9 +66,11 @@ class DatasetSchedulingTest : public ::testing::Test {
         std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
                                  Root(), "--port-file", Root() + "/port", "--http", "off"},
         Root());
-    for (int i = 0; i < 500 && !fs::exists(Root() + "/port"); ++i) std::this_thread::sleep_for(20ms);
+    for (int i = 0; i < 500 && !fs::exists(Root() + "/port"); ++i)
+      std::this_thread::sleep_for(20ms);
     std::string port = ReadFile(Root() + "/port");
     address_ = "127.0.0.1:" + port.substr(0, port.find('\n'));
+    cli_ = CliClient(ABLATE_CLI_BIN, address_);
   }
 
   std::unique_ptr<Subprocess> StartWorker(const std::string& name, const std::string& data_dir) {
@@ -79,39 +82,17 @@ class DatasetSchedulingTest : public ::testing::Test {
         Root());
   }
 
-  ProcessResult Cli(std::vector<std::string> args) {
-    args.insert(args.begin(), {ABLATE_CLI_BIN, "--server", address_});
-    return RunProcess(args);
-  }
-
-  json CliJson(std::vector<std::string> args) {
-    args.insert(args.begin(), "--json");
-    ProcessResult r = Cli(args);
-    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
-  }
-
-  // Polls until `done` holds for the JSON of `args`; the last value either way.
+  ProcessResult Cli(std::vector<std::string> args) { return cli_.Run(std::move(args)); }
+  json CliJson(std::vector<std::string> args) { return cli_.Json(std::move(args)); }
   json WaitFor(std::vector<std::string> args, const std::function<bool(const json&)>& done,
                std::chrono::seconds timeout = 60s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    json j;
-    while (std::chrono::steady_clock::now() < deadline) {
-      j = CliJson(args);
-      if (j.is_object() && done(j)) return j;
-      std::this_thread::sleep_for(100ms);
-    }
-    ADD_FAILURE() << "timed out waiting; last: " << j.dump();
-    return j;
+    return cli_.WaitFor(std::move(args), done, timeout);
   }
-
-  void Submit(const std::string& spec) {
-    WriteFile(Root() + "/spec.yaml", spec);
-    ProcessResult r = Cli({"submit", Root() + "/spec.yaml"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
+  void Submit(const std::string& spec) { cli_.Submit(Root() + "/spec.yaml", spec); }
 
   TempDir root_;
   std::string address_;
+  CliClient cli_;
   std::unique_ptr<Subprocess> coordinator_, with_, without_;
 };
 
@@ -154,9 +135,8 @@ gpus_per_run: 0
     return j["runs"].size() == 4;
   });
   for (const json& r : runs["runs"]) EXPECT_EQ(r["worker_id"], "with-data") << r.dump();
-  json done = WaitFor({"sweep", "2"}, [](const json& j) {
-    return j["counts"].value("succeeded", 0) == 4;
-  }, 120s);
+  json done = WaitFor(
+      {"sweep", "2"}, [](const json& j) { return j["counts"].value("succeeded", 0) == 4; }, 120s);
   EXPECT_EQ(done["waiting_reasons"], json::array()) << done.dump();
   EXPECT_EQ(CliJson({"sweep", "1"})["counts"]["queued"], 2);
 }
@@ -183,9 +163,8 @@ gpus_per_run: 0
     }
     return false;
   });
-  json done = WaitFor({"sweep", "1"}, [](const json& j) {
-    return j["counts"].value("succeeded", 0) == 2;
-  }, 120s);
+  json done = WaitFor(
+      {"sweep", "1"}, [](const json& j) { return j["counts"].value("succeeded", 0) == 2; }, 120s);
   EXPECT_EQ(done["waiting_reasons"], json::array()) << done.dump();
   json runs = CliJson({"runs", "--sweep", "1"});
   for (const json& r : runs["runs"]) EXPECT_EQ(r["worker_id"], "with-data") << r.dump();

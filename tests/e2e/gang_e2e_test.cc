@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/util/cli_client.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::testing {
@@ -119,6 +120,7 @@ class GangE2eTest : public ::testing::Test {
       std::this_thread::sleep_for(20ms);
     std::string port = ReadFile(Root() + "/port");
     address_ = "127.0.0.1:" + port.substr(0, port.find('\n'));
+    cli_ = CliClient(ABLATE_CLI_BIN, address_);
   }
 
   // All GPUs (from the fake nvidia-smi), no CPU slot, the fake trainer.
@@ -148,29 +150,11 @@ class GangE2eTest : public ::testing::Test {
     return worker == "node-a" ? "node-b" : "node-a";
   }
 
-  ProcessResult Cli(std::vector<std::string> args) {
-    args.insert(args.begin(), {ABLATE_CLI_BIN, "--server", address_});
-    return RunProcess(args);
-  }
-
-  json CliJson(std::vector<std::string> args) {
-    args.insert(args.begin(), "--json");
-    ProcessResult r = Cli(args);
-    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
-  }
-
-  // Polls until `done` holds for the JSON of `args`; the last value either way.
+  ProcessResult Cli(std::vector<std::string> args) { return cli_.Run(std::move(args)); }
+  json CliJson(std::vector<std::string> args) { return cli_.Json(std::move(args)); }
   json WaitFor(std::vector<std::string> args, const std::function<bool(const json&)>& done,
                std::chrono::seconds timeout = 30s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    json j;
-    while (std::chrono::steady_clock::now() < deadline) {
-      j = CliJson(args);
-      if (j.is_object() && done(j)) return j;
-      std::this_thread::sleep_for(100ms);
-    }
-    ADD_FAILURE() << "timed out waiting for `ablate " << args[0] << "`; last: " << j.dump();
-    return j;
+    return cli_.WaitFor(std::move(args), done, timeout);
   }
 
   // Polls a file until `done` holds for its text; the last text either way.
@@ -188,11 +172,7 @@ class GangE2eTest : public ::testing::Test {
     return text;
   }
 
-  void Submit(const std::string& spec) {
-    WriteFile(Root() + "/spec.yaml", spec);
-    ProcessResult r = Cli({"submit", Root() + "/spec.yaml"});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  }
+  void Submit(const std::string& spec) { cli_.Submit(Root() + "/spec.yaml", spec); }
 
   json WaitRun(const std::string& id, const std::string& state) {
     return WaitFor({"run", id}, [&](const json& r) { return r["state"] == state; });
@@ -231,6 +211,7 @@ class GangE2eTest : public ::testing::Test {
 
   TempDir root_;
   std::string address_;
+  CliClient cli_;
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> workers_;
 };
