@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tests/util/cli_client.h"
+#include "tests/util/corpus.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::testing {
@@ -21,22 +22,11 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-// Paragraphs of English-like text, enough for a validation split above the tiny scale's needs.
-std::string Corpus() {
-  const char* words[] = {"the",  "model", "learns", "a",  "shard", "of",   "text", "and",
-                         "then", "it",    "runs",   "on", "every", "node", "with", "data"};
-  std::string text;
-  for (int doc = 0; doc < 600; ++doc) {
-    for (int w = 0; w < 80; ++w) text += std::string(words[(doc * 7 + w * 3) % 16]) + " ";
-    text += "\n\n";
-  }
-  return text;
-}
-
 class DatasetSchedulingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    WriteFile(Root() + "/corpus.txt", Corpus());
+    // Enough text for a validation split above the tiny scale's needs.
+    WriteFile(Root() + "/corpus.txt", WordCorpus(600));
     ProcessResult enc = RunProcess(
         {ABLATE_DATA_BIN, "encode", Root() + "/corpus.txt", "--out", Root() + "/with/debian-text"});
     ASSERT_EQ(enc.exit_code, 0) << enc.err;

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tests/util/cli_client.h"
+#include "tests/util/corpus.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::testing {
@@ -26,19 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-
-// Paragraphs of English-like text: enough for `ablate-data encode` to make a valid dataset, which
-// is all the workers need to advertise debian-text (the fake trainer reads no shard).
-std::string Corpus() {
-  const char* words[] = {"every", "node",   "trains", "the", "same", "model", "and", "node",
-                         "zero",  "speaks", "for",    "the", "gang", "of",    "two", "nodes"};
-  std::string text;
-  for (int doc = 0; doc < 300; ++doc) {
-    for (int w = 0; w < 80; ++w) text += std::string(words[(doc * 5 + w * 3) % 16]) + " ";
-    text += "\n\n";
-  }
-  return text;
-}
 
 // One run of the fake trainer's eight steps on 16 GPUs, so on two whole nodes.
 std::string GangSpec(const std::string& name) {
@@ -66,7 +54,9 @@ std::string After(const std::string& text, const std::string& prefix) {
 class GangE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    WriteFile(Root() + "/corpus.txt", Corpus());
+    // Enough text for `ablate-data encode` to make a valid dataset, which is all the workers
+    // need to advertise debian-text (the fake trainer reads no shard).
+    WriteFile(Root() + "/corpus.txt", WordCorpus(300));
     ProcessResult enc = RunProcess({ABLATE_DATA_BIN, "encode", Root() + "/corpus.txt", "--out",
                                     Root() + "/datasets/debian-text"});
     ASSERT_EQ(enc.exit_code, 0) << enc.err;
