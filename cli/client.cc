@@ -9,6 +9,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "server/core/token_file.h"
+
 namespace ablate {
 namespace {
 
@@ -32,14 +34,12 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   }
   c->token_ = o.token;
   if (!o.token_file.empty()) {
-    std::ifstream in(o.token_file);
-    if (!in) {
-      *error = "cannot read token file " + o.token_file;
+    absl::StatusOr<std::string> token = ReadTokenFile(o.token_file);
+    if (!token.ok()) {
+      *error = std::string(token.status().message());
       return nullptr;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    c->token_ = Trim(ss.str());
+    c->token_ = *std::move(token);
   } else if (c->token_.empty()) {
     const char* env = std::getenv("ABLATE_TOKEN");
     if (env) c->token_ = Trim(env);

@@ -17,6 +17,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "server/core/change_feed.h"
+#include "server/core/token_file.h"
 #include "server/http/dashboard_server.h"
 #include "server/http/web_root.h"
 #include "server/rpc/ablate_service.h"
@@ -51,28 +52,13 @@ std::string DefaultDataDir() {
   return std::string(home ? home : ".") + "/.local/share/ablate";
 }
 
-// Reads a token file, trimming surrounding whitespace. An empty file is an error: it would
-// silently disable authentication.
-absl::StatusOr<std::string> ReadToken(const std::string& path) {
-  if (path.empty()) return std::string();
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError("cannot read token file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string t = ss.str();
-  t.erase(0, t.find_first_not_of(" \t\r\n"));
-  t.erase(t.find_last_not_of(" \t\r\n") + 1);
-  if (t.empty()) return absl::InvalidArgumentError("token file " + path + " is empty");
-  return t;
-}
-
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Flags& f) {
   if (f.tls_cert.empty() != f.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
   }
   if (f.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  absl::StatusOr<std::string> cert = ReadToken(f.tls_cert);
-  absl::StatusOr<std::string> key = ReadToken(f.tls_key);
+  absl::StatusOr<std::string> cert = ReadTokenFile(f.tls_cert);
+  absl::StatusOr<std::string> key = ReadTokenFile(f.tls_key);
   if (!cert.ok()) return cert.status();
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions opts;
@@ -138,8 +124,8 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
   } else if (!f.web_root.empty()) {
     return root.status();  // asked for explicitly: a mistake worth stopping for
   } else {
-    std::cerr << "ablate-coordinator: serving the JSON API without pages: " << root.status().message()
-              << "\n";
+    std::cerr << "ablate-coordinator: serving the JSON API without pages: "
+              << root.status().message() << "\n";
   }
   absl::StatusOr<std::unique_ptr<DashboardServer>> server =
       DashboardServer::Start(options, store, feed, hooks);
@@ -152,8 +138,8 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
 
 int Serve(const Flags& f) {
   sigset_t signals = BlockShutdownSignals();
-  absl::StatusOr<std::string> client_token = ReadToken(f.client_token_file);
-  absl::StatusOr<std::string> worker_token = ReadToken(f.worker_token_file);
+  absl::StatusOr<std::string> client_token = ReadTokenFile(f.client_token_file);
+  absl::StatusOr<std::string> worker_token = ReadTokenFile(f.worker_token_file);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(f);
   for (const absl::Status& s : {client_token.status(), worker_token.status(), creds.status()}) {
     if (!s.ok()) {
@@ -169,7 +155,8 @@ int Serve(const Flags& f) {
               << "\n";
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir + "/ablate.db", CoordinatorStoreOptions());
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      Store::Open(dir + "/ablate.db", CoordinatorStoreOptions());
   if (!store.ok()) {
     std::cerr << "ablate-coordinator: " << store.status().message() << "\n";
     return 1;
@@ -213,8 +200,8 @@ int Serve(const Flags& f) {
     return 1;
   }
   std::string host = f.listen.substr(0, f.listen.rfind(':'));
-  std::cout << "ablate-coordinator listening on " << host << ":" << port << " (data "
-            << dir << "/ablate.db, schema v" << (*store)->SchemaVersion() << ")" << std::endl;
+  std::cout << "ablate-coordinator listening on " << host << ":" << port << " (data " << dir
+            << "/ablate.db, schema v" << (*store)->SchemaVersion() << ")" << std::endl;
   WritePortFile(f.port_file, port);
   std::thread waiter = WaitForSignal(signals, [&](int sig) {
     std::cerr << "ablate-coordinator: signal " << sig << ", shutting down" << std::endl;
@@ -266,12 +253,15 @@ int main(int argc, char** argv) {
                  "share/ablate/web, or the source tree's web/)");
   app.add_option("--lease-ms", f.lease_ms,
                  "a worker silent this long loses its runs (requeued, not counted as failures)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--heartbeat-ms", f.heartbeat_ms, "how often workers must heartbeat")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--cancel-grace-ms", f.cancel_grace_ms,
                  "SIGTERM to SIGKILL delay when a run is cancelled")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "server/core/token_file.h"
 #include "worker/command.h"
 #include "worker/datasets.h"
 #include "worker/gpu_probe.h"
@@ -33,10 +34,12 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--coordinator", f.coordinator, "coordinator HOST:PORT")->required();
   app.add_option("--work-dir", f.work_dir, "run folders and the outbox live here")->required();
   app.add_option("--token-file", f.token_file, "file holding the worker token");
-  app.add_option("--tls-ca", f.tls_ca, "PEM CA certificate: connect with TLS, verifying the coordinator");
+  app.add_option("--tls-ca", f.tls_ca,
+                 "PEM CA certificate: connect with TLS, verifying the coordinator");
   app.add_option("--gpus", f.gpus, "all, none, or indices like 0,1")->default_val("all");
   app.add_option("--cpu-slots", f.cpu_slots, "concurrent CPU-only runs")
-      ->check(CLI::NonNegativeNumber)->default_val(1);
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(1);
   app.add_option("--name", f.name, "worker id (default: the host name)");
   app.add_option("--data-dir", f.data_dir, "datasets (default: WORK_DIR/data)");
   app.add_option("--trainer", f.trainer,
@@ -45,10 +48,12 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "heartbeat period (default: what the coordinator's Welcome asks)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--grace-ms", f.grace_ms, "SIGTERM-to-SIGKILL grace for children at shutdown")
-      ->check(CLI::NonNegativeNumber)->default_val(10000);
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(10000);
   app.add_option("--dataset-rescan-ms", f.dataset_rescan_ms,
                  "re-check the data dir this often; a change is sent to the coordinator")
-      ->check(CLI::PositiveNumber)->default_val(10000);
+      ->check(CLI::PositiveNumber)
+      ->default_val(10000);
 }
 
 // The valid datasets under data_dir. Each reason a dataset is left out is logged when it first
@@ -77,15 +82,6 @@ class DatasetLister {
 std::string HostName() {
   char buf[256] = {};
   return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "localhost";
-}
-
-absl::StatusOr<std::string> ReadToken(const std::string& path) {
-  if (path.empty()) return std::string();
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError("cannot read token file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return Trim(ss.str());
 }
 
 std::string TrainerVersion(const std::string& trainer) {
@@ -119,7 +115,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::string> trainer =
       FindExecutable(f.trainer.empty() ? "ablate-train" : f.trainer, {"../trainer"});
   if (!trainer.ok()) return Die(std::string(trainer.status().message()));
-  absl::StatusOr<std::string> token = ReadToken(f.token_file);
+  absl::StatusOr<std::string> token = ablate::ReadTokenFile(f.token_file);
   if (!token.ok()) return Die(std::string(token.status().message()));
   absl::StatusOr<std::vector<ablate::v1::Gpu>> gpus =
       SelectGpus(f.gpus == "none" ? std::vector<ablate::v1::Gpu>{} : ProbeGpus(), f.gpus);
@@ -133,7 +129,8 @@ int main(int argc, char** argv) {
   core_options.trainer_path = *trainer;
   core_options.shutdown_grace = std::chrono::milliseconds(f.grace_ms);
   int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  core_options.trainer_args = {"--threads", std::to_string(std::max(1, cores / std::max(1, f.cpu_slots)))};
+  core_options.trainer_args = {"--threads",
+                               std::to_string(std::max(1, cores / std::max(1, f.cpu_slots)))};
 
   WorkerCore* core_ptr = nullptr;
   WorkerClientOptions client_options;

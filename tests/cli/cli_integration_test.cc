@@ -40,9 +40,9 @@ class Coordinator {
   Coordinator(const std::string& data_dir, const std::string& log_dir,
               std::vector<std::string> extra = {}) {
     std::filesystem::remove(data_dir + "/port");
-    std::vector<std::string> argv = {ABLATE_COORDINATOR_BIN, "--listen",  "127.0.0.1:0",
-                                     "--data-dir",           data_dir,    "--port-file",
-                                     data_dir + "/port", "--http", "127.0.0.1:0"};
+    std::vector<std::string> argv = {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0",
+                                     "--data-dir",           data_dir,   "--port-file",
+                                     data_dir + "/port",     "--http",   "127.0.0.1:0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     proc_ = std::make_unique<Subprocess>(argv, log_dir);
     for (int i = 0; i < 300 && !std::filesystem::exists(data_dir + "/port"); ++i) {
@@ -273,14 +273,37 @@ TEST_F(TokenTest, WrongOrMissingTokenIsRefused) {
   EXPECT_EQ(Cli({"sweeps"}, {{"ABLATE_TOKEN", "s3cret"}}).exit_code, 0);
 }
 
+// The CLI, the worker and the coordinator read token files the same way (server/core/
+// token_file.h): a missing or empty file is an error that names it, never an empty token.
+TEST_F(TokenTest, MissingOrEmptyTokenFilesAreClearErrors) {
+  WriteFile(data_.path() + "/empty.token", " \n");
+  ProcessResult missing = Cli({"--token-file", data_.path() + "/nope.token", "sweeps"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("cannot read token file " + data_.path() + "/nope.token"),
+            std::string::npos)
+      << missing.err;
+  ProcessResult empty = Cli({"--token-file", data_.path() + "/empty.token", "sweeps"});
+  EXPECT_NE(empty.exit_code, 0);
+  EXPECT_NE(empty.err.find("token file " + data_.path() + "/empty.token is empty"),
+            std::string::npos)
+      << empty.err;
+  ProcessResult worker = RunProcess({ABLATE_WORKER_BIN, "--coordinator", "127.0.0.1:1",
+                                     "--work-dir", data_.path() + "/w", "--token-file",
+                                     data_.path() + "/empty.token", "--gpus", "none"});
+  EXPECT_EQ(worker.exit_code, 2) << worker.err;
+  EXPECT_NE(worker.err.find("token file " + data_.path() + "/empty.token is empty"),
+            std::string::npos)
+      << worker.err;
+}
+
 class TlsTest : public CliTest {
  protected:
   void SetUp() override {
     std::string d = data_.path();
-    ProcessResult gen = RunProcess(
-        {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-         d + "/key.pem", "-out", d + "/cert.pem", "-days", "1", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+    ProcessResult gen =
+        RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    d + "/key.pem", "-out", d + "/cert.pem", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
     ASSERT_EQ(gen.exit_code, 0) << gen.err;
     coordinator_ = std::make_unique<Coordinator>(
         d, logs_.path(),
