@@ -11,7 +11,9 @@ trainer_gpu_bench (the midpoint of the run), synthetic tokens with a BOS every ~
   trainer_gpu_bench --preset r20-sub3min --scale full --dump-config r20.json
   python3 torch_step_bench.py --config r20.json [--steps 5] [--warmup 2] [--peak-tflops 989]
 
-Prints one line per timed step and a summary line starting "torch:" with ms/step, tokens/s and
+Prints one line per timed step (each waited for), then the same number of steps back to back
+with one wait at the end, like trainer_gpu_bench's pipelined line, and a summary line starting
+"torch:" with the back-to-back ms/step (the figure to compare), the waited median, tokens/s and
 MFU (6 FLOPs per weight per token over block matrices and head; attention not counted, so the
 MFU is a lower bound; compare ms/step first). --attention dense --device cpu --no-compile runs
 the same code on a tiny config without a GPU (a smoke test of the script, not a measurement).
@@ -31,70 +33,27 @@ import ablate_ref as R  # noqa: E402  (exits 77 when torch is missing)
 import torch  # noqa: E402
 
 
-def flex_attention_layer(cfg, P, i, u, idx, mask, state):
-    """ablate_ref.attention with flex_attention under `mask` (a BlockMask) instead of dense
-    scores."""
-    from torch.nn.attention.flex_attention import flex_attention
-    B, T, d = u.shape
-    H, h = cfg["n_head"], cfg["head_dim"]
-    p = f"blocks.{i}.attn."
-    if cfg["merged_qkv"]:
-        wq, wk, wv = P[p + "qkv.weight"].unbind(0)
-    else:
-        wq, wk, wv = P[p + "q.weight"], P[p + "k.weight"], P[p + "v.weight"]
-    q = (u @ wq.T).view(B, T, H, h)
-    k = (u @ wk.T).view(B, T, H, h)
-    v = (u @ wv.T).view(B, T, H, h)
-    if cfg["value_residual"]:
-        if state["v1"] is None:
-            state["v1"] = v
-        lam = P[p + "value_lambda"]
-        v = (1 - lam) * v + lam * state["v1"]
-    if cfg["value_embeds"] > 0:
-        lam = P[p + "ve_lambdas"]
-        table = R.ve_table(cfg, i)
-        if table is not None:
-            ve = P[f"value_embeds.{table}.weight"][idx].view(B, T, H, h)
-            v = lam[0] * v + lam[1] * ve
-        else:
-            v = lam[0] * v
-    if cfg["qk_norm"]:
-        q, k = R.rms_norm(q), R.rms_norm(k)
-    q, k = R.rope(q, *state["rope"]), R.rope(k, *state["rope"])
-    scale = cfg["attn_scale"] if cfg["attn_scale"] > 0 else 1.0 / math.sqrt(h)
-    dtype = q.dtype
-    y = flex_attention(q.transpose(1, 2), k.transpose(1, 2).to(dtype),
-                       v.transpose(1, 2).to(dtype), block_mask=mask, scale=scale)
-    return y.transpose(1, 2).reshape(B, T, d) @ P[p + "proj.weight"].T
+def flex_attend(masks):
+    """An attention for ablate_ref.forward: layer i under masks[i] (a BlockMask) with
+    flex_attention, or ablate_ref's dense attention where masks[i] is None."""
+
+    def attend(cfg, P, i, u, idx, step, state):
+        if masks[i] is None:
+            return R.attention(cfg, P, i, u, idx, step, state)
+        from torch.nn.attention.flex_attention import flex_attention
+        B, T, d = u.shape
+        q, k, v, scale = R.attention_inputs(cfg, P, i, u, idx, state)
+        dtype = q.dtype
+        y = flex_attention(q.transpose(1, 2), k.transpose(1, 2).to(dtype),
+                           v.transpose(1, 2).to(dtype), block_mask=masks[i], scale=scale)
+        return y.transpose(1, 2).reshape(B, T, d) @ P[f"blocks.{i}.attn.proj.weight"].T
+    return attend
 
 
 def forward(cfg, P, idx, masks, rope_cs, step):
-    """ablate_ref.forward, with each layer's attention mask passed in (masks[i]: a BlockMask,
-    or None for ablate_ref's dense attention) and the RoPE table precomputed on the device."""
-    L = cfg["n_layer"]
-    x = P["embed.weight"][idx]
-    if cfg["embed_norm"]:
-        x = R.rms_norm(x)
-    x0 = x
-    state = {"v1": None, "rope": rope_cs}
-    skips = []
-    for i in range(L):
-        if cfg["unet_skips"] and i >= L // 2:
-            x = x + P["skip_weights"][i - L // 2] * skips.pop()
-        if cfg["embed_shortcut"]:
-            lam = P[f"blocks.{i}.lambdas"]
-            x = lam[0] * x + lam[1] * x0
-        if R.is_attention_layer(cfg, i):
-            u = R.rms_norm(x)
-            if masks[i] is None:
-                x = x + R.attention(cfg, P, i, u, idx, step, state)
-            else:
-                x = x + flex_attention_layer(cfg, P, i, u, idx, masks[i], state)
-        x = x + R.mlp(cfg, P, i, R.rms_norm(x))
-        if cfg["unet_skips"] and i < L // 2:
-            skips.append(x)
-    head = P["embed.weight"] if cfg["tie_embeddings"] else P["lm_head.weight"]
-    return R.softcap(cfg, R.rms_norm(x) @ head.T)
+    """ablate_ref.forward with each layer's attention mask passed in (masks[i]: a BlockMask, or
+    None for ablate_ref's dense attention) and the RoPE table precomputed on the device."""
+    return R.forward(cfg, P, idx, step, attend=flex_attend(masks), rope_table=rope_cs)
 
 
 def block_masks(cfg, idx, step):
@@ -200,7 +159,9 @@ def main():
 
     loss_of = compile_(loss_of)
 
-    def train_step():
+    def train_step(wait):
+        """One step; with wait, the host waits for it and reads its loss back (a float),
+        else it returns once queued (the loss stays a device tensor)."""
         for p in P.values():
             p.grad = None
         total = torch.zeros((), device=dev)
@@ -211,32 +172,49 @@ def main():
             loss = loss_of(P, idx, tgt, masks) / accum
             loss.backward()
             total += loss.detach()
-        loss_value = total.item()  # read every step, as ablate-train does
         mult = R.lr_multiplier(cfg, step)
         for group in adam.param_groups:
             group["lr"] = group["base_lr"] * mult
         adam.step()
         muon.step(cfg["muon.lr"] * mult, R.muon_momentum(cfg, step))
+        if not wait:
+            return total
         if dev.type == "cuda":
             torch.cuda.synchronize()
-        return loss_value
+        return total.item()
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
 
     times = []
     for s in range(args.warmup + args.steps):
         t0 = time.perf_counter()
-        loss = train_step()
+        loss = train_step(wait=True)
         ms = (time.perf_counter() - t0) * 1e3
         kind = "warm-up" if s < args.warmup else "timed"
         print(f"step {s + 1} ({kind}): {ms:.1f} ms, loss {loss:.4f}", flush=True)
         if s >= args.warmup:
             times.append(ms)
-    ms = statistics.median(times)
+    # Steps back to back, the host waiting only at the end, as the record's loop runs them (and
+    # as trainer_gpu_bench's pipelined line times ablate's): the figure to compare.
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        last = train_step(wait=False)
+    sync()
+    back_to_back = (time.perf_counter() - t0) * 1e3 / args.steps
+    print(f"{args.steps} steps back to back: {back_to_back:.1f} ms/step, last loss "
+          f"{last.item():.4f}", flush=True)
+    waited = statistics.median(times)
+    ms = back_to_back
     tok = cfg["batch_tokens"]
     flops = weight_flops(cfg, tok)
     mfu = flops / (ms / 1e3) / (args.peak_tflops * 1e12)
     peak_gb = torch.cuda.max_memory_allocated() / 1e9 if dev.type == "cuda" else 0.0
     print(f"torch: {torch.__version__} {args.attention} compile={not args.no_compile} "
-          f"B={B} T={T} accum={accum}: {ms:.1f} ms/step (median of {len(times)}), "
+          f"B={B} T={T} accum={accum}: {ms:.1f} ms/step ({len(times)} steps back to back; "
+          f"{waited:.1f} ms median with each step waited for), "
           f"{tok / (ms / 1e3):,.0f} tokens/s, weight FLOPs {flops:.3e}/step, "
           f"MFU {100 * mfu:.1f}% of {args.peak_tflops:g} TFLOP/s, peak memory {peak_gb:.1f} GB")
 

@@ -268,7 +268,9 @@ def rope(x, cos, sin):
     return torch.cat([x1 * c + x2 * s, -x1 * s + x2 * c], dim=-1)
 
 
-def attention(cfg, P, i, u, idx, step, state):
+def attention_inputs(cfg, P, i, u, idx, state):
+    """Layer i's q, k, v (B, T, H, h) after the value mixes, qk-norm and RoPE, and the score
+    scale: everything of the attention before the scores."""
     B, T, d = u.shape
     H, h = cfg["n_head"], cfg["head_dim"]
     p = f"blocks.{i}.attn."
@@ -296,11 +298,18 @@ def attention(cfg, P, i, u, idx, step, state):
         q, k = rms_norm(q), rms_norm(k)
     q, k = rope(q, *state["rope"]), rope(k, *state["rope"])
     scale = cfg["attn_scale"] if cfg["attn_scale"] > 0 else 1.0 / math.sqrt(h)
+    return q, k, v, scale
+
+
+def attention(cfg, P, i, u, idx, step, state):
+    """Layer i's attention output (B, T, d), with dense masked scores."""
+    B, T, d = u.shape
+    q, k, v, scale = attention_inputs(cfg, P, i, u, idx, state)
     scores = scale * torch.einsum("bthe,bshe->bhts", q, k)
     mask = attention_mask(cfg, idx, step, i)
     scores = scores.masked_fill(~mask[:, None], float("-inf"))
     y = torch.einsum("bhts,bshe->bthe", torch.softmax(scores, dim=-1), v).reshape(B, T, d)
-    return y @ P[p + "proj.weight"].T
+    return y @ P[f"blocks.{i}.attn.proj.weight"].T
 
 
 def mlp(cfg, P, i, u):
@@ -318,14 +327,18 @@ def softcap(cfg, z):
     return c * torch.sigmoid(z / (c / 4))
 
 
-def forward(cfg, P, idx, step):
-    """Logits (B, T, V) after the softcap, for inputs idx (B, T) at training step `step`."""
+def forward(cfg, P, idx, step, attend=attention, rope_table=None):
+    """Logits (B, T, V) after the softcap, for inputs idx (B, T) at training step `step`.
+    attend: a layer's attention, with attention's signature (the step-time bench passes
+    flex_attention); rope_table: rope_angles precomputed (else made here)."""
     L = cfg["n_layer"]
     x = P["embed.weight"][idx]
     if cfg["embed_norm"]:
         x = rms_norm(x)
     x0 = x
-    state = {"v1": None, "rope": rope_angles(cfg, idx.shape[1], x.dtype)}
+    if rope_table is None:
+        rope_table = rope_angles(cfg, idx.shape[1], x.dtype)
+    state = {"v1": None, "rope": rope_table}
     skips = []
     for i in range(L):
         if cfg["unet_skips"] and i >= L // 2:
@@ -334,7 +347,7 @@ def forward(cfg, P, idx, step):
             lam = P[f"blocks.{i}.lambdas"]
             x = lam[0] * x + lam[1] * x0
         if is_attention_layer(cfg, i):
-            x = x + attention(cfg, P, i, rms_norm(x), idx, step, state)
+            x = x + attend(cfg, P, i, rms_norm(x), idx, step, state)
         x = x + mlp(cfg, P, i, rms_norm(x))
         if cfg["unet_skips"] and i < L // 2:
             skips.append(x)
