@@ -15,14 +15,27 @@
 
 namespace ablate::cuda {
 
-// n elements of T in device memory, uninitialised.
-template <class T>
-class DeviceBuffer {
+// Where a CudaBuffer's memory lives: the allocation call, its name for errors, and the free.
+struct OnDevice {
+  static constexpr const char* kCall = "cudaMalloc";
+  static cudaError_t Allocate(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+  static void Free(void* p) { (void)cudaFree(p); }  // nothing useful to do with a failed free
+};
+// Page-locked host memory: fast, truly asynchronous copies to and from the device.
+struct OnPinnedHost {
+  static constexpr const char* kCall = "cudaMallocHost";
+  static cudaError_t Allocate(void** p, size_t bytes) { return cudaMallocHost(p, bytes); }
+  static void Free(void* p) { (void)cudaFreeHost(p); }
+};
+
+// n elements of T in Memory, uninitialised.
+template <class T, class Memory>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer() { Release(); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), n_(o.n_) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  CudaBuffer() = default;
+  ~CudaBuffer() { Release(); }
+  CudaBuffer(CudaBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), n_(o.n_) {}
+  CudaBuffer& operator=(CudaBuffer&& o) noexcept {
     if (this != &o) {
       Release();
       ptr_ = std::exchange(o.ptr_, nullptr);
@@ -30,8 +43,8 @@ class DeviceBuffer {
     }
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
 
   // Frees any previous memory, then allocates n elements (n = 0 leaves the buffer empty).
   // `what` names the tensor in the error ("cudaMalloc of 201.3 MB for blocks.3.x_out: ...").
@@ -39,9 +52,9 @@ class DeviceBuffer {
     Release();
     if (n <= 0) return {};
     void* p = nullptr;
-    cudaError_t e = cudaMalloc(&p, size_t(n) * sizeof(T));
+    cudaError_t e = Memory::Allocate(&p, size_t(n) * sizeof(T));
     if (e != cudaSuccess) {
-      std::string label = "cudaMalloc of " + MegaBytes(n) + " for " + what;
+      std::string label = std::string(Memory::kCall) + " of " + MegaBytes(n) + " for " + what;
       return CudaError(e, label.c_str(), __FILE__, __LINE__);
     }
     ptr_ = static_cast<T*>(p);
@@ -61,7 +74,7 @@ class DeviceBuffer {
            " MB";
   }
   void Release() {
-    if (ptr_ != nullptr) (void)cudaFree(ptr_);  // nothing useful to do with a failed free
+    if (ptr_ != nullptr) Memory::Free(ptr_);
     ptr_ = nullptr;
     n_ = 0;
   }
@@ -70,52 +83,10 @@ class DeviceBuffer {
   int64_t n_ = 0;
 };
 
-// n elements of T in page-locked host memory (fast, truly asynchronous host-to-device copies).
 template <class T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer() { Release(); }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), n_(o.n_) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    if (this != &o) {
-      Release();
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      n_ = o.n_;
-    }
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  Status Allocate(int64_t n, const std::string& what) {
-    Release();
-    if (n <= 0) return {};
-    void* p = nullptr;
-    cudaError_t e = cudaMallocHost(&p, size_t(n) * sizeof(T));
-    if (e != cudaSuccess) {
-      std::string label = "cudaMallocHost for " + what;
-      return CudaError(e, label.c_str(), __FILE__, __LINE__);
-    }
-    ptr_ = static_cast<T*>(p);
-    n_ = n;
-    return {};
-  }
-
-  T* get() { return ptr_; }
-  const T* get() const { return ptr_; }
-  int64_t size() const { return n_; }
-
- private:
-  void Release() {
-    if (ptr_ != nullptr) (void)cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    n_ = 0;
-  }
-
-  T* ptr_ = nullptr;
-  int64_t n_ = 0;
-};
+using DeviceBuffer = CudaBuffer<T, OnDevice>;
+template <class T>
+using PinnedBuffer = CudaBuffer<T, OnPinnedHost>;
 
 }  // namespace ablate::cuda
 
