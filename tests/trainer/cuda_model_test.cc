@@ -173,29 +173,21 @@ std::vector<double> Losses(const std::vector<J>& events, const char* kind, const
 TEST_F(CudaTraining, FiftyStepTrajectoryStaysCloseToCpu) {
   testing::TempDir dir;
   testing::WriteShards(dir);
-  J config = testing::TinyTrainConfig({{"n_layer", 4},
-                                       {"model_dim", 64},
-                                       {"n_head", 1},
-                                       {"head_dim", 64},
-                                       {"seq_len", 64},
-                                       {"device_batch_tokens", 128},
-                                       {"batch_tokens", 256},
-                                       {"num_iterations", 50},
-                                       {"warmdown_iters", 15},
-                                       {"val_every", 25},
-                                       {"val_tokens", 1024},
-                                       {"embed_shortcut", true},
-                                       {"unet_skips", true},
-                                       {"value_embeds", 1},
-                                       {"merged_qkv", true},
-                                       {"attn_window", "sliding"},
-                                       {"window.block_tokens", 16},
-                                       {"window.start_tokens", 16},
-                                       {"window.end_tokens", 64},
-                                       {"doc_masking", true},
-                                       {"logit_softcap", 30.0},
-                                       {"softcap_kind", "sigmoid"},
-                                       {"adam.eps", 1e-10}});
+  J config = testing::SmallGpuTrainConfig({{"num_iterations", 50},
+                                           {"warmdown_iters", 15},
+                                           {"val_every", 25},
+                                           {"embed_shortcut", true},
+                                           {"unet_skips", true},
+                                           {"value_embeds", 1},
+                                           {"merged_qkv", true},
+                                           {"attn_window", "sliding"},
+                                           {"window.block_tokens", 16},
+                                           {"window.start_tokens", 16},
+                                           {"window.end_tokens", 64},
+                                           {"doc_masking", true},
+                                           {"logit_softcap", 30.0},
+                                           {"softcap_kind", "sigmoid"},
+                                           {"adam.eps", 1e-10}});
   std::vector<J> cpu = RunTrain(config, Backend::kCpu, dir);
   std::vector<J> gpu = RunTrain(config, Backend::kCuda, dir);
   ASSERT_FALSE(gpu.empty());

@@ -124,21 +124,13 @@ TEST(MultiGpuTraining, TwoGpusMatchOne) {
   REQUIRE_GPUS(2);
   testing::TempDir dir;
   testing::WriteShards(dir);
-  J config = testing::TinyTrainConfig({{"n_layer", 4},
-                                       {"model_dim", 64},
-                                       {"n_head", 1},
-                                       {"head_dim", 64},
-                                       {"seq_len", 64},
-                                       {"device_batch_tokens", 128},
-                                       {"batch_tokens", 256},
-                                       {"num_iterations", 20},
-                                       {"warmdown_iters", 5},
-                                       {"val_every", 10},
-                                       {"val_tokens", 1024},
-                                       {"embed_shortcut", true},
-                                       {"unet_skips", true},
-                                       {"value_embeds", 1},
-                                       {"merged_qkv", true}});
+  J config = testing::SmallGpuTrainConfig({{"num_iterations", 20},
+                                           {"warmdown_iters", 5},
+                                           {"val_every", 10},
+                                           {"embed_shortcut", true},
+                                           {"unet_skips", true},
+                                           {"value_embeds", 1},
+                                           {"merged_qkv", true}});
   std::vector<J> one = RunCuda({0}, config, dir);
   std::vector<J> two = RunCuda({0, 1}, config, dir);
   ASSERT_FALSE(two.empty());
@@ -160,18 +152,8 @@ TEST(MultiGpuTraining, NcclPathAtWorldSizeOneMatchesInProcess) {
   REQUIRE_GPUS(1);
   testing::TempDir dir;
   testing::WriteShards(dir);
-  J config = testing::TinyTrainConfig({{"n_layer", 4},
-                                       {"model_dim", 64},
-                                       {"n_head", 1},
-                                       {"head_dim", 64},
-                                       {"seq_len", 64},
-                                       {"device_batch_tokens", 128},
-                                       {"batch_tokens", 256},
-                                       {"num_iterations", 10},
-                                       {"val_every", 5},
-                                       {"val_tokens", 1024},
-                                       {"unet_skips", true},
-                                       {"merged_qkv", true}});
+  J config = testing::SmallGpuTrainConfig(
+      {{"num_iterations", 10}, {"val_every", 5}, {"unet_skips", true}, {"merged_qkv", true}});
   std::vector<double> plain = Losses(RunCuda({0}, config, dir));
   std::vector<double> nccl = Losses(RunCuda({0}, config, dir, true));
   ASSERT_EQ(plain.size(), nccl.size());

@@ -24,8 +24,8 @@ namespace ablate::testing {
 inline std::vector<uint16_t> SyntheticTokens(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint16_t> out;
-  const std::vector<std::vector<uint16_t>> words = {
-      {5, 6, 7}, {8, 9}, {10, 11, 12, 13}, {20, 21}, {30, 31, 32}, {40, 41, 42, 43, 44}};
+  const std::vector<std::vector<uint16_t>> words = {{5, 6, 7}, {8, 9},       {10, 11, 12, 13},
+                                                    {20, 21},  {30, 31, 32}, {40, 41, 42, 43, 44}};
   while (int64_t(out.size()) < n) {
     if (rng() % 20 == 0) out.push_back(1);
     const auto& w = words[rng() % words.size()];
@@ -45,17 +45,36 @@ inline void WriteShards(const TempDir& dir, int64_t train_tokens = 60000,
 
 // 2 layers of d 16 (2 heads × 8), vocab 64, 16-token sequences, 4 micro-batches of 2 per step.
 inline nlohmann::json TinyTrainConfig(const nlohmann::json& overrides = nlohmann::json::object()) {
-  nlohmann::json c = {{"n_layer", 2},          {"model_dim", 16},
-                      {"n_head", 2},           {"head_dim", 8},
-                      {"vocab_size", 64},      {"bos_token", 1},
-                      {"seq_len", 16},         {"device_batch_tokens", 32},
-                      {"batch_tokens", 128},   {"num_iterations", 6},
-                      {"warmdown_iters", 2},   {"val_tokens", 512},
-                      {"val_every", 3},        {"untimed_steps", 1},
-                      {"target_val_loss", 4.0}, {"adam.head_lr", 0.02},
+  nlohmann::json c = {{"n_layer", 2},
+                      {"model_dim", 16},
+                      {"n_head", 2},
+                      {"head_dim", 8},
+                      {"vocab_size", 64},
+                      {"bos_token", 1},
+                      {"seq_len", 16},
+                      {"device_batch_tokens", 32},
+                      {"batch_tokens", 128},
+                      {"num_iterations", 6},
+                      {"warmdown_iters", 2},
+                      {"val_tokens", 512},
+                      {"val_every", 3},
+                      {"untimed_steps", 1},
+                      {"target_val_loss", 4.0},
+                      {"adam.head_lr", 0.02},
                       {"muon.momentum_warmup_steps", 4}};
   c.update(overrides);
   return *CanonicalizeConfig(c);
+}
+
+// TinyTrainConfig at a shape the GPU kernels' tiled paths take (head_dim 64, 64-token
+// sequences, 4 layers of d 64) and a 256-token step of 2 micro-batches, then `overrides`.
+inline nlohmann::json SmallGpuTrainConfig(
+    const nlohmann::json& overrides = nlohmann::json::object()) {
+  nlohmann::json c = {{"n_layer", 4},        {"model_dim", 64},   {"n_head", 1},
+                      {"head_dim", 64},      {"seq_len", 64},     {"device_batch_tokens", 128},
+                      {"batch_tokens", 256}, {"val_tokens", 1024}};
+  c.update(overrides);
+  return TinyTrainConfig(c);
 }
 
 // Train() on the shards of `dir` (WriteShards) with options `o`; the run must end ok. Returns
