@@ -36,10 +36,18 @@ message(STATUS "ablate: CUDA ${ABLATE_HAVE_CUDA}")
 
 # Project code is warning-clean; third-party headers come in as SYSTEM includes.
 # GCC 12 reports false -Wrestrict overlaps inside std::string concatenation at -O3 (GCC bug
-# 105329), so that one diagnostic is off.
+# 105329), so that one diagnostic is off. Warnings are errors here and in CI; a machine with a
+# newer compiler than the one the code was checked with (a GPU machine's, say) turns that off
+# with -DABLATE_WERROR=OFF, so one new warning does not cost a build it cannot afford to lose.
+option(ABLATE_WERROR "Treat warnings in project code as errors" ON)
+if(ABLATE_WERROR)
+  set(ABLATE_WERROR_FLAG -Werror)
+else()
+  set(ABLATE_WERROR_FLAG "")
+endif()
 function(ablate_warnings target)
   target_compile_options(${target} PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra ${ABLATE_WERROR_FLAG}>
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
 endfunction()
 

@@ -5,6 +5,7 @@
 // tiles are exercised. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -29,25 +30,37 @@ struct AttentionCase {
   AttentionImpl impl;
   cpu::AttentionMask mask;
   int64_t t = 200;
+  int64_t b = 2;
+  // Document lengths drawn uniformly from [doc_min, doc_max]; 0: a BOS every 37 tokens.
+  int64_t doc_min = 0, doc_max = 0;
 };
 
 class CudaAttention : public testing::CudaTest,
                       public ::testing::WithParamInterface<AttentionCase> {};
 
-// Tokens with a BOS (id 1) about every 40 positions, at least one mid-sequence.
-std::vector<int32_t> Tokens(int64_t b, int64_t t) {
+// Tokens with a BOS (id 1) every 37 positions and one mid-sequence, or, when the case says so,
+// documents of random lengths in [doc_min, doc_max] as FineWeb's are (each row starts mid-way
+// through one, as a shard slice does).
+std::vector<int32_t> Tokens(const AttentionCase& p) {
+  int64_t b = p.b, t = p.t;
   std::vector<int32_t> tok = RandomIds(b * t, 40);
   for (int32_t& x : tok) x += 2;
-  for (int64_t i = 0; i < b * t; i += 37) tok[i] = 1;
-  tok[t / 2] = 1;
+  if (p.doc_min == 0) {
+    for (int64_t i = 0; i < b * t; i += 37) tok[i] = 1;
+    tok[t / 2] = 1;
+    return tok;
+  }
+  std::mt19937 rng(testing::FreshSeed());
+  std::uniform_int_distribution<int64_t> len(p.doc_min, p.doc_max);
+  for (int64_t i = len(rng) / 2; i < b * t; i += len(rng)) tok[i] = 1;
   return tok;
 }
 
 TEST_P(CudaAttention, ForwardAndBackwardMatchCpu) {
   const AttentionCase& p = GetParam();
-  int64_t b = 2, t = p.t, nh = 2, hd = p.hd, n = b * t * nh * hd;
+  int64_t b = p.b, t = p.t, nh = 2, hd = p.hd, n = b * t * nh * hd;
   float scale = 0.12f;
-  std::vector<int32_t> tokens = Tokens(b, t), lo(b * t);
+  std::vector<int32_t> tokens = Tokens(p), lo(b * t);
   cpu::attention_key_start(lo.data(), tokens.data(), t, b, t, p.mask);
   std::vector<float> q = RoundBf16(Random(n, -2.f, 2.f)), k = RoundBf16(Random(n, -2.f, 2.f)),
                      v = RoundBf16(Random(n)), dout = RoundBf16(Random(n));
@@ -87,6 +100,9 @@ cpu::AttentionMask Window(int64_t blocks, int64_t block_tokens) {
   return {false, 1, blocks, block_tokens};
 }
 cpu::AttentionMask DocsAndWindow() { return {true, 1, 3, 16}; }
+// r20's masks at full-size shapes: 128-token blocks, long windows of up to 14 blocks (1,792
+// tokens) and short ones of half that, with documents of FineWeb-like lengths.
+cpu::AttentionMask DocsAndBlocks(int64_t blocks) { return {true, 1, blocks, 128}; }
 
 INSTANTIATE_TEST_SUITE_P(
     Masks, CudaAttention,
@@ -104,7 +120,20 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"warp32_docs_window", 32, AttentionImpl::kWarp, DocsAndWindow()},
         AttentionCase{"warp8_window", 8, AttentionImpl::kWarp, Window(2, 4)},
         AttentionCase{"warp128_docs", 128, AttentionImpl::kWarp, Docs()},
-        AttentionCase{"auto96_causal", 96, AttentionImpl::kAuto, Causal()}),
+        AttentionCase{"auto96_causal", 96, AttentionImpl::kAuto, Causal()},
+        // Mid-size: many 64-row tiles per sequence, windows many tiles wide, documents both
+        // shorter and longer than the window, so the window and the document mask each limit
+        // some queries. T of 4-8K, head_dim 128, one sequence.
+        AttentionCase{"mid8192_docs_long_window", 128, AttentionImpl::kTiled, DocsAndBlocks(14),
+                      8192, 1, 200, 2500},
+        AttentionCase{"mid8192_docs_short_window", 128, AttentionImpl::kTiled, DocsAndBlocks(7),
+                      8192, 1, 200, 2500},
+        AttentionCase{"mid4096_short_docs_wide_window", 128, AttentionImpl::kTiled,
+                      DocsAndBlocks(14), 4096, 1, 60, 700},
+        AttentionCase{"mid6000_window_no_docs", 128, AttentionImpl::kTiled, Window(3, 128), 6000,
+                      1},
+        AttentionCase{"mid5000_docs_causal", 128, AttentionImpl::kTiled, Docs(), 5000, 1, 300,
+                      3000}),
     [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
 
 class CudaAttentionChoice : public testing::CudaTest {};

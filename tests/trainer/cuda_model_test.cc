@@ -5,7 +5,9 @@
 // O(1), which is what the thresholds are for.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -170,7 +172,43 @@ std::vector<double> Losses(const std::vector<J>& events, const char* kind, const
   return out;
 }
 
+// Every learning rate of `config` times (1 + 2^-8): a perturbation of every update the size of
+// one bf16 rounding (8 significant bits), applied at every step.
+J WithBf16SizedLrPerturbation(const J& config) {
+  Result<J> canonical = CanonicalizeConfig(config);
+  EXPECT_TRUE(canonical.ok()) << canonical.error().message;
+  if (!canonical.ok()) return config;
+  J out = config;
+  for (const char* knob : {"muon.lr", "adam.embed_lr", "adam.head_lr", "adam.scalar_lr"}) {
+    out[knob] = (*canonical)[knob].get<double>() * (1.0 + 1.0 / 256.0);
+  }
+  return out;
+}
+
+// |a_i − b_i| / a_i, then the largest over the 5 steps around each step (drift is bursty; one
+// step's value alone would make the band ragged).
+std::vector<double> DriftEnvelope(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> rel(a.size()), env(a.size());
+  for (size_t i = 0; i < a.size(); ++i) rel[i] = std::abs(a[i] - b[i]) / a[i];
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t j = i < 2 ? 0 : i - 2; j < std::min(a.size(), i + 3); ++j) {
+      env[i] = std::max(env[i], rel[j]);
+    }
+  }
+  return env;
+}
+
+// 50 steps of an r20-like stack through Train() on each backend, from the same seed and data.
+// The two curves cannot be equal: the GPU rounds operands to bf16, and a perturbed trajectory
+// drifts. The tolerance is that drift as measured in this very run: a second CPU run whose every
+// update is perturbed by one bf16 rounding (all learning rates × (1 + 2^-8)) gives, step by
+// step, how far such noise moves this trajectory (the envelope). The GPU must stay within
+// kNoiseFactor envelopes of the CPU (bf16 rounds in more places than the update: activations,
+// gradients), with a floor for the steps where the envelope is tiny; a wrong op moves the curve
+// by far more than rounding noise does. The first GPU session reads the printed ratios
+// (gpu drift / envelope) in the log and tightens kNoiseFactor to what it saw.
 TEST_F(CudaTraining, FiftyStepTrajectoryStaysCloseToCpu) {
+  constexpr double kNoiseFactor = 4.0, kFloor = 1e-2;
   testing::TempDir dir;
   testing::WriteShards(dir);
   J config = testing::SmallGpuTrainConfig({{"num_iterations", 50},
@@ -189,29 +227,42 @@ TEST_F(CudaTraining, FiftyStepTrajectoryStaysCloseToCpu) {
                                            {"softcap_kind", "sigmoid"},
                                            {"adam.eps", 1e-10}});
   std::vector<J> cpu = RunTrain(config, Backend::kCpu, dir);
+  std::vector<J> noisy = RunTrain(WithBf16SizedLrPerturbation(config), Backend::kCpu, dir);
   std::vector<J> gpu = RunTrain(config, Backend::kCuda, dir);
   ASSERT_FALSE(gpu.empty());
   EXPECT_EQ(gpu.front()["backend"], "cuda");
   std::vector<double> cpu_train = Losses(cpu, "step", "train_loss");
+  std::vector<double> noisy_train = Losses(noisy, "step", "train_loss");
   std::vector<double> gpu_train = Losses(gpu, "step", "train_loss");
   ASSERT_EQ(cpu_train.size(), 50u);
+  ASSERT_EQ(noisy_train.size(), 50u);
   ASSERT_EQ(gpu_train.size(), 50u);
-  // Step 1 is the same model on the same batch; later steps drift apart by bf16 noise only.
+  // Step 1 is the same model on the same batch: only the forward's bf16 rounding differs.
   EXPECT_NEAR(gpu_train[0], cpu_train[0], 1e-2 * cpu_train[0]);
-  double mean_rel = 0;
+  std::vector<double> env = DriftEnvelope(cpu_train, noisy_train);
+  double gpu_mean = 0, env_mean = 0, worst_ratio = 0;
   for (size_t i = 0; i < cpu_train.size(); ++i) {
     double rel = std::abs(gpu_train[i] - cpu_train[i]) / cpu_train[i];
-    EXPECT_LT(rel, 0.1) << "step " << i + 1 << ": cpu " << cpu_train[i] << ", cuda "
-                        << gpu_train[i];
-    mean_rel += rel / double(cpu_train.size());
+    EXPECT_LT(rel, std::max(kFloor, kNoiseFactor * env[i]))
+        << "step " << i + 1 << ": cpu " << cpu_train[i] << ", cuda " << gpu_train[i]
+        << ", bf16-noise envelope " << env[i];
+    gpu_mean += rel / double(cpu_train.size());
+    env_mean += env[i] / double(cpu_train.size());
+    worst_ratio = std::max(worst_ratio, rel / std::max(env[i], 1e-6));
   }
-  EXPECT_LT(mean_rel, 3e-2);
+  std::cout << "trajectory drift: gpu mean " << gpu_mean << ", bf16-noise envelope mean "
+            << env_mean << ", worst step gpu/envelope " << worst_ratio << "\n";
+  EXPECT_LT(gpu_mean, std::max(kFloor / 2, kNoiseFactor * env_mean));
   EXPECT_LT(cpu_train.back(), cpu_train.front() - 1.0);  // the run does learn (4.2 → 0.75 here)
   std::vector<double> cpu_val = Losses(cpu, "val", "val_loss");
+  std::vector<double> noisy_val = Losses(noisy, "val", "val_loss");
   std::vector<double> gpu_val = Losses(gpu, "val", "val_loss");
   ASSERT_EQ(cpu_val.size(), gpu_val.size());
+  ASSERT_EQ(cpu_val.size(), noisy_val.size());
   for (size_t i = 0; i < cpu_val.size(); ++i) {
-    EXPECT_NEAR(gpu_val[i], cpu_val[i], 5e-2 * cpu_val[i]) << "validation " << i;
+    double noise = std::abs(noisy_val[i] - cpu_val[i]) / cpu_val[i];
+    EXPECT_NEAR(gpu_val[i], cpu_val[i], std::max(kFloor, kNoiseFactor * noise) * cpu_val[i])
+        << "validation " << i;
   }
   EXPECT_EQ(gpu.back()["status"], "ok");
 }

@@ -389,8 +389,11 @@ TEST_F(CudaOps, FusedClassifierMatchesCpuForwardThenBackward) {
   }
 }
 
-TEST_F(CudaOps, ChunkedHeadMatchesCpuHead) {
-  int64_t n = 150, c = 64, v = 300;
+// The chunked head (forward + backward, and forward alone for evaluation) against the CPU head
+// on n rows of width c and a vocabulary of v, through chunks of chunk_rows rows (the last one
+// short whenever chunk_rows does not divide n).
+void ExpectChunkedHeadMatchesCpu(cuda::CudaContext& ctx, int64_t n, int64_t c, int64_t v,
+                                 int64_t chunk_rows) {
   cpu::Softcap cap{cpu::SoftcapKind::kSigmoid, 30.0};
   std::vector<float> x = RoundBf16(Random(n * c)), w = RoundBf16(Random(v * c, -0.3f, 0.3f));
   std::vector<int32_t> targets = RandomIds(n, int32_t(v));
@@ -398,19 +401,19 @@ TEST_F(CudaOps, ChunkedHeadMatchesCpuHead) {
   // comparison is of the increments: a wrong dw would otherwise pass within the tolerance.
   std::vector<float> dw0 = Random(v * c), dw(v * c, 0.f);
   float dloss = 1.f / float(n);
-  DeviceTensor<bf16> d_x(ctx(), x), d_w(ctx(), w), d_dlogits(ctx(), 64 * v);
-  DeviceTensor<float> d_logits(ctx(), 64 * v), d_losses(ctx(), n), d_eval(ctx(), n),
-      d_dx(ctx(), n * c), d_dw(ctx(), dw0);
-  DeviceTensor<int32_t> d_targets(ctx(), targets);
-  cuda::LmHeadScratch scratch{d_logits.get(), d_dlogits.get(), 64};  // 3 chunks, the last short
+  DeviceTensor<bf16> d_x(ctx, x), d_w(ctx, w), d_dlogits(ctx, chunk_rows * v);
+  DeviceTensor<float> d_logits(ctx, chunk_rows * v), d_losses(ctx, n), d_eval(ctx, n),
+      d_dx(ctx, n * c), d_dw(ctx, dw0);
+  DeviceTensor<int32_t> d_targets(ctx, targets);
+  cuda::LmHeadScratch scratch{d_logits.get(), d_dlogits.get(), chunk_rows};
   d_losses.Poison();
   d_eval.Poison();
   d_dx.Poison();
-  ABLATE_EXPECT_OP(ctx(), cuda::lm_head_forward_backward(
-                              ctx(), d_losses.get(), d_dx.get(), d_dw.get(), d_x.get(), d_w.get(),
-                              d_targets.get(), n, c, v, cap, dloss, scratch));
-  ABLATE_EXPECT_OP(ctx(), cuda::lm_head_forward(ctx(), d_eval.get(), d_x.get(), d_w.get(),
-                                                d_targets.get(), n, c, v, cap, scratch));
+  ABLATE_EXPECT_OP(ctx, cuda::lm_head_forward_backward(
+                            ctx, d_losses.get(), d_dx.get(), d_dw.get(), d_x.get(), d_w.get(),
+                            d_targets.get(), n, c, v, cap, dloss, scratch));
+  ABLATE_EXPECT_OP(ctx, cuda::lm_head_forward(ctx, d_eval.get(), d_x.get(), d_w.get(),
+                                              d_targets.get(), n, c, v, cap, scratch));
   std::vector<float> logits(n * v), losses(n), lse(n), dx(n * c, 0.f);
   cpu::lm_head_forward(logits.data(), losses.data(), lse.data(), x.data(), w.data(), targets.data(),
                        n, c, v, cap);
@@ -422,6 +425,16 @@ TEST_F(CudaOps, ChunkedHeadMatchesCpuHead) {
   for (size_t i = 0; i < gpu_dw.size(); ++i) gpu_dw[i] -= dw0[i];
   EXPECT_LT(RelError(d_dx.Get(), dx), 2e-2);
   EXPECT_LT(RelError(gpu_dw, dw), 2e-2);
+}
+
+TEST_F(CudaOps, ChunkedHeadMatchesCpuHead) {
+  ExpectChunkedHeadMatchesCpu(ctx(), 150, 64, 300, 64);  // 3 chunks, the last short
+}
+
+// The records' padded vocabulary (50,304) at the model width, over four chunks of rows (the last
+// short): full-width rows of logits, so every block of the row-wise kernels covers many tiles.
+TEST_F(CudaOps, ChunkedHeadAtTheRecordVocabularyMatchesCpuHead) {
+  ExpectChunkedHeadMatchesCpu(ctx(), 700, 768, 50304, 192);
 }
 
 TEST_F(CudaOps, LossAccumulateAddsTheMeanOverTheDivisor) {

@@ -11,6 +11,15 @@
 
 namespace ablate::cuda {
 
+Result<const CublasLtLibrary*> CublasLtLibrary::Shared() {
+  // Deliberately never destroyed (no unload at exit while CUDA tears down); the function-local
+  // static makes the first load thread-safe.
+  static const Result<std::unique_ptr<CublasLtLibrary>>* const kLoaded =
+      new Result<std::unique_ptr<CublasLtLibrary>>(Load());
+  if (!kLoaded->ok()) return kLoaded->error();
+  return kLoaded->value().get();
+}
+
 Result<std::unique_ptr<CublasLtLibrary>> CublasLtLibrary::Load() {
   Result<std::unique_ptr<SharedLibrary>> opened =
       SharedLibrary::OpenFirst(LibraryCandidates(ABLATE_CUBLASLT_SONAME, ABLATE_CUBLASLT_DIR),

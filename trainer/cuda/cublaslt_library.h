@@ -33,11 +33,17 @@ struct CublasLtApi {
   decltype(&cublasLtMatmul) Matmul = nullptr;
 };
 
-// An opened cuBLASLt. Thread-safe once loaded (the table is read-only); closes on destruction.
+// An opened cuBLASLt. Thread-safe once loaded (the table is read-only).
 class CublasLtLibrary {
  public:
+  // The process's cuBLASLt: opened by the first call, from any thread, and never closed. Every
+  // later call returns the same library, or the first call's error (the loader's search path
+  // does not change while the process runs). Loading once matters: cuBLASLt is ~500 MB of code,
+  // and unloading it while CUDA still holds its kernels' modules is not safe.
+  static Result<const CublasLtLibrary*> Shared();
+
   // Opens the library and resolves every entry point. Error: which file could not be opened
-  // (dlerror's words) or which symbol is missing.
+  // (dlerror's words) or which symbol is missing. Shared() is the one caller.
   static Result<std::unique_ptr<CublasLtLibrary>> Load();
 
   const CublasLtApi& api() const { return api_; }

@@ -45,9 +45,9 @@ Result<std::unique_ptr<CudaContext>> CudaContext::Create(int device,
   ABLATE_RETURN_IF_ERROR(ctx->MakeCurrent());
   ABLATE_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));
   ABLATE_RETURN_IF_ERROR(ctx->drained_.Create());
-  Result<std::unique_ptr<CublasLtLibrary>> lib = CublasLtLibrary::Load();
+  Result<const CublasLtLibrary*> lib = CublasLtLibrary::Shared();
   if (!lib.ok()) return lib.error();
-  ctx->lib_ = std::move(lib).value();
+  ctx->lib_ = *lib;
   ABLATE_CUBLAS_CHECK(ctx->lt().Create(&ctx->handle_));
   ABLATE_RETURN_IF_ERROR(ctx->workspace_.Allocate(kWorkspaceBytes, "the cuBLASLt workspace"));
   ABLATE_RETURN_IF_ERROR(ctx->scratch_.Allocate(kReduceScratch, "the reduction scratch"));

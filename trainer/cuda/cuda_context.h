@@ -91,7 +91,7 @@ class CudaContext {
   std::function<Status()> health_;
   cudaStream_t stream_ = nullptr;
   CudaEvent drained_;  // Synchronize's mark
-  std::unique_ptr<CublasLtLibrary> lib_;
+  const CublasLtLibrary* lib_ = nullptr;  // the process's (CublasLtLibrary::Shared)
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer<uint8_t> workspace_;
   DeviceBuffer<float> scratch_;

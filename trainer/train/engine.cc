@@ -34,7 +34,7 @@ Result<std::string> ProbeCudaDevice(int index) {
 #if ABLATE_HAVE_CUDA
   Result<cuda::DeviceInfo> info = cuda::ProbeDevice(index);
   if (!info.ok()) return info.error();
-  Result<std::unique_ptr<cuda::CublasLtLibrary>> lt = cuda::CublasLtLibrary::Load();
+  Result<const cuda::CublasLtLibrary*> lt = cuda::CublasLtLibrary::Shared();
   if (!lt.ok()) return lt.error();  // a GPU without cuBLASLt is refused before any work too
   return info->name;
 #else
