@@ -18,6 +18,7 @@ PACKAGES=(
   python3 python3-torch python3-numpy python3-scipy
   fortunes-min openssl
   chromium
+  slurmctld slurmd slurm-client munge
 )
 
 as_root() {

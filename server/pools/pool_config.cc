@@ -1,0 +1,196 @@
+// Key-by-key reading of a pools file, with the sweep spec's positioned errors.
+#include "server/pools/pool_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <span>
+
+#include "server/pools/slurm_output.h"
+#include "server/sweep/spec_document.h"
+#include "server/sweep/spec_prescan.h"
+#include "server/sweep/yaml_values.h"
+
+namespace ablate {
+namespace {
+
+constexpr std::string_view kPoolKeys[] = {
+    "name",      "kind",       "partition",  "account",       "qos",         "gpus_per_node",
+    "gres",      "max_nodes",  "time_limit", "idle_exit",     "signal_before", "sbatch_args",
+    "worker"};
+constexpr std::string_view kWorkerKeys[] = {"binary",    "work_dir", "data_dir",
+                                            "token_file", "cpu_slots", "args"};
+
+using Entries = std::map<std::string, YAML::Node>;
+
+std::string JoinNames(std::span<const std::string_view> names) {
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+// The values of `map` by key; unknown keys (with the closest names) and repeats are errors.
+Entries CheckedEntries(const YAML::Node& map, std::string_view path,
+                       std::span<const std::string_view> allowed, SpecErrors* errors) {
+  Entries entries;
+  if (!map.IsMap()) {
+    errors->Add(map, path, "expected a map, got " + DescribeNode(map));
+    return entries;
+  }
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    YAML::Node key = it->first;
+    std::string name = key.IsScalar() ? key.Scalar() : DescribeNode(key);
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      std::vector<std::string> near = ClosestNames(name, allowed);
+      errors->Add(key, KeyPath(path, name),
+                  "unknown key '" + name + "'" +
+                      (near.empty() ? "; valid keys: " + JoinNames(allowed) : DidYouMean(near)));
+    } else if (!entries.emplace(name, it->second).second) {
+      errors->Add(key, KeyPath(path, name), "duplicate key '" + name + "'");
+    }
+  }
+  return entries;
+}
+
+// Reads one pool's keys, adding an error for each problem.
+class PoolReader {
+ public:
+  PoolReader(const Entries& e, std::string path, SpecErrors* errors)
+      : e_(e), path_(std::move(path)), errors_(errors) {}
+
+  std::optional<std::string> Text(const char* key) {
+    auto it = e_.find(key);
+    if (it == e_.end()) return std::nullopt;
+    return ReadString(it->second, KeyPath(path_, key), errors_);
+  }
+  std::optional<std::string> Required(const char* key, const YAML::Node& where) {
+    if (!e_.count(key)) errors_->Add(where, KeyPath(path_, key), "is required");
+    std::optional<std::string> v = Text(key);
+    if (v && v->empty()) errors_->Add(e_.at(key), KeyPath(path_, key), "must not be empty");
+    return v;
+  }
+  void Int(const char* key, int64_t lo, int64_t hi, int* out) {
+    auto it = e_.find(key);
+    if (it == e_.end()) return;
+    if (auto v = ReadInt(it->second, KeyPath(path_, key), lo, hi, errors_)) *out = int(*v);
+  }
+  // A duration read by `parse`; `*out` unchanged when absent or bad.
+  template <typename Parse>
+  void Duration(const char* key, Parse parse, int64_t* out) {
+    std::optional<std::string> text = Text(key);
+    if (!text) return;
+    absl::StatusOr<int64_t> v = parse(*text);
+    if (v.ok() && *v > 0) {
+      *out = *v;
+    } else {
+      errors_->Add(e_.at(key), KeyPath(path_, key),
+                   v.ok() ? "must be positive" : std::string(v.status().message()));
+    }
+  }
+  void List(const char* key, std::vector<std::string>* out) {
+    auto it = e_.find(key);
+    if (it == e_.end()) return;
+    if (auto v = ReadStringList(it->second, KeyPath(path_, key), errors_)) *out = *v;
+  }
+
+ private:
+  const Entries& e_;
+  const std::string path_;
+  SpecErrors* const errors_;
+};
+
+void ReadWorker(const YAML::Node& node, const std::string& path, PoolWorkerConfig* w,
+                SpecErrors* errors) {
+  Entries e = CheckedEntries(node, path, kWorkerKeys, errors);
+  PoolReader r(e, path, errors);
+  if (auto v = r.Text("binary")) w->binary = *v;
+  w->work_dir = r.Required("work_dir", node).value_or("");
+  if (!w->work_dir.empty() && w->work_dir[0] != '/') {
+    errors->Add(e.at("work_dir"), KeyPath(path, "work_dir"),
+                "must be an absolute path (the same on every node)");
+  }
+  if (auto v = r.Text("data_dir")) w->data_dir = *v;
+  if (auto v = r.Text("token_file")) w->token_file = *v;
+  r.Int("cpu_slots", 0, 1024, &w->cpu_slots);
+  r.List("args", &w->args);
+}
+
+PoolConfig ReadPool(const YAML::Node& node, const std::string& path, SpecErrors* errors) {
+  PoolConfig p;
+  Entries e = CheckedEntries(node, path, kPoolKeys, errors);
+  if (!node.IsMap()) return p;
+  PoolReader r(e, path, errors);
+  if (!e.count("name")) errors->Add(node, KeyPath(path, "name"), "is required");
+  else p.name = ReadName(e.at("name"), KeyPath(path, "name"), "pool name", errors).value_or("");
+  std::string kind = r.Required("kind", node).value_or("slurm");
+  if (kind != "slurm") {
+    errors->Add(e.at("kind"), KeyPath(path, "kind"),
+                "unknown pool kind '" + kind + "'; the only kind is 'slurm'");
+  }
+  p.partition = r.Required("partition", node).value_or("");
+  p.account = r.Text("account").value_or("");
+  p.qos = r.Text("qos").value_or("");
+  r.Int("gpus_per_node", 0, 64, &p.gpus_per_node);
+  p.gres = r.Text("gres").value_or(p.gpus_per_node > 0 ? "gpu:" + std::to_string(p.gpus_per_node)
+                                                       : "");
+  r.Int("max_nodes", 1, 100000, &p.max_nodes);
+  r.Duration("time_limit", [](std::string_view t) { return ParseSlurmTimeSeconds(t); },
+             &p.time_limit_s);
+  r.Duration("idle_exit", ParseDurationMs, &p.idle_exit_ms);
+  int64_t signal_before_ms = p.signal_before_s * 1000;
+  r.Duration("signal_before", ParseDurationMs, &signal_before_ms);
+  p.signal_before_s = std::max<int64_t>(1, signal_before_ms / 1000);
+  r.List("sbatch_args", &p.sbatch_args);
+  if (!e.count("worker")) errors->Add(node, KeyPath(path, "worker"), "is required");
+  else ReadWorker(e.at("worker"), KeyPath(path, "worker"), &p.worker, errors);
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  std::string_view unit = text.substr(digits);
+  static const std::map<std::string_view, int64_t> kUnits = {
+      {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+  auto it = kUnits.find(unit);
+  if (digits == 0 || digits > 9 || it == kUnits.end()) {
+    return absl::InvalidArgumentError("'" + std::string(text) +
+                                      "' is not a duration; write e.g. 500ms, 30s, 5m or 2h");
+  }
+  return std::stoll(std::string(text.substr(0, digits))) * it->second;
+}
+
+absl::StatusOr<std::vector<PoolConfig>> ParsePoolsConfig(std::string_view yaml_text,
+                                                         std::string_view file_name) {
+  SpecErrors errors(file_name, yaml_text);
+  if (!PrescanSpec(yaml_text, &errors)) return errors.ToStatus();
+  std::optional<YAML::Node> root = LoadSpecDocument(yaml_text, &errors);
+  if (!root) return errors.ToStatus();
+  constexpr std::string_view kTop[] = {"pools"};
+  Entries top = CheckedEntries(*root, "", kTop, &errors);
+  std::vector<PoolConfig> pools;
+  if (root->IsMap() && !top.count("pools")) errors.Add(*root, "pools", "is required");
+  if (auto it = top.find("pools"); it != top.end()) {
+    const YAML::Node& list = it->second;
+    if (!list.IsSequence() || list.size() == 0) {
+      errors.Add(list, "pools", "expected a list of at least one pool, got " + DescribeNode(list));
+    } else {
+      std::set<std::string> names;
+      for (size_t i = 0; i < list.size(); ++i) {
+        PoolConfig p = ReadPool(list[i], IndexPath("pools", i), &errors);
+        if (!p.name.empty() && !names.insert(p.name).second) {
+          errors.Add(list[i]["name"], KeyPath(IndexPath("pools", i), "name"),
+                     "pool '" + p.name + "' is defined twice");
+        }
+        pools.push_back(std::move(p));
+      }
+    }
+  }
+  if (!errors.empty()) return errors.ToStatus();
+  return pools;
+}
+
+}  // namespace ablate

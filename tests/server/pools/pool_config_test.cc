@@ -1,0 +1,120 @@
+// The pools file (--pools): the issue's example reads as written; every mistake is named with
+// file:line:column and the key, unknown keys with the closest valid names.
+#include "server/pools/pool_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace ablate {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kExample[] = R"(pools:
+  - name: h100
+    kind: slurm
+    partition: gpu
+    account: speedrun        # optional
+    qos: normal              # optional
+    gpus_per_node: 8
+    gres: gpu:8              # what to ask for per node
+    max_nodes: 4             # never hold more than this
+    time_limit: 2:00:00
+    idle_exit: 5m            # a pilot with no work for this long exits
+    sbatch_args: []          # passed through
+    worker: {binary: /opt/ablate/bin/ablate-worker, work_dir: /scratch/ablate, data_dir: /data/datasets}
+)";
+
+TEST(PoolConfigTest, ReadsTheExampleOfTheIssue) {
+  absl::StatusOr<std::vector<PoolConfig>> pools = ParsePoolsConfig(kExample, "pools.yaml");
+  ASSERT_TRUE(pools.ok()) << pools.status();
+  ASSERT_EQ(pools->size(), 1u);
+  const PoolConfig& p = (*pools)[0];
+  EXPECT_EQ(p.name, "h100");
+  EXPECT_EQ(p.partition, "gpu");
+  EXPECT_EQ(p.account, "speedrun");
+  EXPECT_EQ(p.qos, "normal");
+  EXPECT_EQ(p.gpus_per_node, 8);
+  EXPECT_EQ(p.gres, "gpu:8");
+  EXPECT_EQ(p.max_nodes, 4);
+  EXPECT_EQ(p.time_limit_s, 7200);
+  EXPECT_EQ(p.idle_exit_ms, 300000);
+  EXPECT_EQ(p.signal_before_s, 120);
+  EXPECT_TRUE(p.sbatch_args.empty());
+  EXPECT_EQ(p.worker.binary, "/opt/ablate/bin/ablate-worker");
+  EXPECT_EQ(p.worker.work_dir, "/scratch/ablate");
+  EXPECT_EQ(p.worker.data_dir, "/data/datasets");
+  EXPECT_EQ(p.worker.cpu_slots, 1);
+}
+
+TEST(PoolConfigTest, DefaultsOfOptionalKeys) {
+  absl::StatusOr<std::vector<PoolConfig>> pools = ParsePoolsConfig(
+      "pools:\n- {name: cpu, kind: slurm, partition: debug, worker: {work_dir: /w}}\n"
+      "- {name: a100, kind: slurm, partition: gpu, gpus_per_node: 4, worker: {work_dir: /w,"
+      " cpu_slots: 0, args: [--grace-ms, '5000']}, sbatch_args: [--exclusive]}\n",
+      "p.yaml");
+  ASSERT_TRUE(pools.ok()) << pools.status();
+  EXPECT_EQ((*pools)[0].gres, "");
+  EXPECT_EQ((*pools)[0].gpus_per_node, 0);
+  EXPECT_EQ((*pools)[0].max_nodes, 1);
+  EXPECT_EQ((*pools)[0].time_limit_s, 0);
+  EXPECT_EQ((*pools)[0].worker.binary, "ablate-worker");
+  EXPECT_EQ((*pools)[1].gres, "gpu:4");
+  EXPECT_EQ((*pools)[1].worker.cpu_slots, 0);
+  EXPECT_EQ((*pools)[1].worker.args, (std::vector<std::string>{"--grace-ms", "5000"}));
+  EXPECT_EQ((*pools)[1].sbatch_args, (std::vector<std::string>{"--exclusive"}));
+}
+
+std::string ErrorOf(const std::string& yaml) {
+  absl::StatusOr<std::vector<PoolConfig>> pools = ParsePoolsConfig(yaml, "pools.yaml");
+  EXPECT_FALSE(pools.ok()) << yaml;
+  EXPECT_EQ(pools.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(pools.status().message());
+}
+
+TEST(PoolConfigTest, EveryProblemWithItsPosition) {
+  std::string e = ErrorOf(
+      "pools:\n"
+      "  - name: h100\n"
+      "    kind: kubernetes\n"
+      "    partiton: gpu\n"
+      "    max_nodes: 0\n"
+      "    time_limit: soon\n"
+      "    idle_exit: 5 minutes\n"
+      "    worker: {work_dir: scratch}\n");
+  EXPECT_THAT(e, HasSubstr("pools.yaml:2:5: pools[0].partition: is required"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:3:11: pools[0].kind: unknown pool kind 'kubernetes'"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:4:5: pools[0].partiton: unknown key 'partiton'; did you "
+                           "mean 'partition'?"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:5:16: pools[0].max_nodes:"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:6:17: pools[0].time_limit: 'soon' is not a Slurm time"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:7:16: pools[0].idle_exit: '5 minutes' is not a duration"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:8:24: pools[0].worker.work_dir: must be an absolute path"));
+}
+
+TEST(PoolConfigTest, WholeFileMistakes) {
+  EXPECT_THAT(ErrorOf("pool: []\n"), HasSubstr("unknown key 'pool'; did you mean 'pools'?"));
+  EXPECT_THAT(ErrorOf("pools: []\n"), HasSubstr("pools.yaml:1:8: pools: expected a list of at "
+                                                "least one pool"));
+  EXPECT_THAT(ErrorOf("pools:\n  - name: a\n    kind: slurm\n    partition: p\n"),
+              HasSubstr("pools[0].worker: is required"));
+  EXPECT_THAT(ErrorOf("pools: [\n"), HasSubstr("pools.yaml:"));
+  EXPECT_THAT(
+      ErrorOf("pools:\n- {name: a, kind: slurm, partition: p, worker: {work_dir: /w}}\n"
+              "- {name: a, kind: slurm, partition: q, worker: {work_dir: /w}}\n"),
+      HasSubstr("pools.yaml:3:10: pools[1].name: pool 'a' is defined twice"));
+}
+
+TEST(DurationTest, Units) {
+  EXPECT_EQ(ParseDurationMs("500ms").value(), 500);
+  EXPECT_EQ(ParseDurationMs("30s").value(), 30000);
+  EXPECT_EQ(ParseDurationMs("30").value(), 30000);
+  EXPECT_EQ(ParseDurationMs("5m").value(), 300000);
+  EXPECT_EQ(ParseDurationMs("2h").value(), 7200000);
+  for (const char* bad : {"", "m", "5 m", "5d", "-1s", "1.5h"}) {
+    EXPECT_FALSE(ParseDurationMs(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ablate
