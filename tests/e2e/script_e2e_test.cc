@@ -208,6 +208,7 @@ baseline:
   args: ["--lr", "0.01", "--steps", "8"]
   env: {MY_FLAG: "1"}
   data_link: data/debian-text
+  record: "20"
 dataset: debian-text
 target_val_loss: 4.5
 seeds: 2
@@ -252,6 +253,22 @@ TEST_F(ScriptE2eTest, SweepOfScriptVariantsStoresThePrintedCurves) {
   ASSERT_TRUE(cmp.is_object());
   ASSERT_EQ(cmp["variants"].size(), 4u);
   for (const json& v : cmp["variants"]) EXPECT_EQ(v["n"], 2) << v.dump();
+
+  // The baseline names record 20: its two runs appear beside that record, and only there.
+  json records = cli_.Json({"records"});
+  int script_groups = 0;
+  for (const json& row : records["records"]) {
+    for (const json& own : row.value("own_runs", json::array())) {
+      if (!own.value("script", false)) continue;
+      ++script_groups;
+      EXPECT_EQ(row["record"]["id"], "20") << row.dump();
+      EXPECT_EQ(own["n"], 2) << own.dump();
+      EXPECT_EQ(own["hardware"], "cpu");
+      EXPECT_EQ(own["scale"], "full");
+      EXPECT_TRUE(own.contains("mean_final_val_loss")) << own.dump();
+    }
+  }
+  EXPECT_EQ(script_groups, 1) << records.dump();
 
   // `ablate run` shows the snapshot hash and, for the edited script, the diff.
   int64_t edited_run = 0;
