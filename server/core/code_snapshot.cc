@@ -10,7 +10,7 @@
 #include <optional>
 #include <sstream>
 
-#include "trainer/config/sha256.h"
+#include <openssl/evp.h>
 
 namespace ablate {
 namespace {
@@ -184,18 +184,31 @@ int64_t SnapshotBytes(const Snapshot& files) {
   return total;
 }
 
+// OpenSSL's SHA-256 (SHA-NI where the CPU has it): snapshots are up to 16 MB and hashed on
+// every submit and every worker fetch; trainer/config/sha256.h is the portable one for configs.
 std::string SnapshotHash(const Snapshot& files) {
-  std::string encoded;
-  encoded.reserve(static_cast<size_t>(SnapshotBytes(files)) + files.size() * 64);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   for (const SnapshotFile& f : files) {
-    encoded += f.path;
-    encoded += '\0';
-    encoded += f.executable ? 'x' : '-';
-    encoded += std::to_string(f.content.size());
-    encoded += '\0';
-    encoded += f.content;
+    std::string head = f.path;
+    head += '\0';
+    head += f.executable ? 'x' : '-';
+    head += std::to_string(f.content.size());
+    head += '\0';
+    EVP_DigestUpdate(ctx, head.data(), head.size());
+    EVP_DigestUpdate(ctx, f.content.data(), f.content.size());
   }
-  return Sha256Hex(encoded);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_DigestFinal_ex(ctx, digest, &size);
+  EVP_MD_CTX_free(ctx);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  return hex;
 }
 
 absl::Status CheckSnapshotPath(std::string_view path) {

@@ -228,6 +228,9 @@ TEST(CodeSnapshotTest, ReadsAFileOrAFolderAndHashesContentModeAndNames) {
   changed = *folder;
   changed[1].path = "pkg/sub/n.py";
   EXPECT_NE(SnapshotHash(changed), h);
+  // The documented encoding, hashed by sha256sum: path NUL mode size NUL bytes.
+  EXPECT_EQ(SnapshotHash({{"a", "b", false}}),
+            "68039ebf572aa7824980052a025a7d408fe528024f9f4473fc5f00277478516a");
   // The path/content boundary is part of the encoding: moving bytes across it changes the hash.
   EXPECT_NE(SnapshotHash({{"ab", "c", false}}), SnapshotHash({{"a", "bc", false}}));
   // Round trip through a folder.
