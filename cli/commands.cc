@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/script_upload.h"
 #include "cli/table.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
@@ -77,6 +79,26 @@ std::string LastLines(const std::string& text, int n) {
   return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
 }
 
+// A script run (issue 14): the snapshot it ran, by hash, and its variant's changes against the
+// baseline with the unified diff of a changed script.
+void PrintScript(Client& c, const v1::Run& r) {
+  json config = json::parse(r.config_json(), nullptr, false);
+  if (!config.is_object() || !config.contains("script") || !config["script"].is_object()) return;
+  const json& s = config["script"];
+  std::cout << "script: " << s.value("path", "") << " (snapshot sha256 " << s.value("snapshot", "")
+            << "), launch " << s.value("launch", "") << "\n";
+  v1::GetSweepRequest req;
+  req.set_id(r.sweep_id());
+  v1::Sweep sw;
+  if (!c.stub().GetSweep(c.Context().get(), req, &sw).ok()) return;
+  for (const v1::Variant& v : sw.variants()) {
+    if (v.id() != r.variant_id()) continue;
+    std::cout << "diff vs baseline: " << DiffSummary(v.diff_json()) << "\n";
+    std::string text = ScriptDiffText(v.diff_json());
+    if (!text.empty()) std::cout << text << (text.back() == '\n' ? "" : "\n");
+  }
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -124,6 +146,8 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   req.set_spec_yaml(text);
   req.set_file_name(path == "-" ? "<stdin>" : path);
   req.set_dry_run(dry_run);
+  AddScriptUploads(text, path == "-" ? "." : std::filesystem::path(path).parent_path().string(),
+                   &req);
   v1::SubmitSweepResponse resp;
   grpc::Status s = c.stub().SubmitSweep(c.Context().get(), req, &resp);
   if (!s.ok()) return c.Fail(s, "spec " + path);
@@ -285,6 +309,7 @@ int RunCommand(Client& c, int64_t id) {
     }
   }
   std::cout << "\nconfig: " << r.config_json() << "\n";
+  PrintScript(c, r);
   return kExitOk;
 }
 

@@ -39,7 +39,9 @@ void PrintOwnRuns(const v1::ListRecordsResponse& r) {
   for (const v1::RecordRow& row : r.records()) {
     const v1::Record& rec = row.record();
     for (const v1::OwnRecordRuns& own : row.own_runs()) {
-      t.AddRow({rec.id(), rec.preset(), Seconds(true, rec.record_time_ms()), own.scale(),
+      // A script baseline's runs of the record (issue 14) say so in the preset column.
+      t.AddRow({rec.id(), own.script() ? "(script)" : rec.preset(),
+                Seconds(true, rec.record_time_ms()), own.scale(),
                 own.hardware(), std::to_string(own.n()),
                 std::to_string(own.n_reached()) + "/" + std::to_string(own.n()),
                 Seconds(own.has_mean_time_to_target_ms(), own.mean_time_to_target_ms()),

@@ -226,6 +226,8 @@ int UpCommand(const UpOptions& o) {
                                     dir + "/worker", "--data-dir",  dir + "/datasets",
                                     "--cpu-slots", std::to_string(cpu_slots), "--gpus", o.gpus,
                                     "--name",      "local"};
+  // One machine, one person: the local worker runs that person's scripts (issue 14).
+  wargv.push_back("--allow-scripts");
   if (!trainer.empty()) wargv.insert(wargv.end(), {"--trainer", trainer});
   pid_t work = Spawn(wargv, dir + "/worker.log");
   std::cout << "ablate up: coordinator on " << address << " (data " << dir

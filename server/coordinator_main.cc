@@ -178,7 +178,7 @@ int Serve(const Flags& f) {
   hooks.waiting_reasons = [&] { return dispatcher.WaitingReasons(); };
   hooks.on_submit = [&] { dispatcher.Kick(); };
   AblateServiceImpl client_service(store->get(), &feed, &auth, hooks);
-  WorkerServiceImpl worker_service(&dispatcher, &auth);
+  WorkerServiceImpl worker_service(&dispatcher, &auth, store->get());
   absl::StatusOr<std::unique_ptr<DashboardServer>> dashboard =
       StartDashboard(f, store->get(), &feed, hooks, *client_token);
   if (!dashboard.ok()) {
@@ -194,6 +194,8 @@ int Serve(const Flags& f) {
   builder.AddListeningPort(f.listen, *creds, &port);
   builder.RegisterService(&client_service);
   builder.RegisterService(&worker_service);
+  // A submit carries its scripts' files (up to 16 MB per snapshot, issue 14).
+  builder.SetMaxReceiveMessageSize(96 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "ablate-coordinator: cannot listen on " << f.listen << "\n";

@@ -34,15 +34,30 @@ struct ExecImage {
   }
 };
 
+// True when `entry` (NAME=value) sets a variable that one of `overrides` sets too.
+bool Overridden(std::string_view entry, const std::vector<std::string>& overrides) {
+  std::string_view name = entry.substr(0, entry.find('=') + 1);
+  for (const std::string& o : overrides) {
+    if (std::string_view(o).starts_with(name)) return true;
+  }
+  return false;
+}
+
 ExecImage MakeImage(const RunSpec& spec) {
   ExecImage image;
-  image.args = {spec.trainer_path, "--config", spec.run_dir + "/config.json",
-                "--train", spec.train_glob, "--val", spec.val_glob,
-                "--backend", spec.gpus.empty() ? "cpu" : "cuda"};
-  image.args.insert(image.args.end(), spec.extra_args.begin(), spec.extra_args.end());
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (!std::string_view(*e).starts_with("CUDA_VISIBLE_DEVICES=")) image.env.push_back(*e);
+  if (!spec.argv.empty()) {
+    image.args = spec.argv;  // a script run (issue 14)
+  } else {
+    image.args = {spec.trainer_path, "--config", spec.run_dir + "/config.json",
+                  "--train", spec.train_glob, "--val", spec.val_glob,
+                  "--backend", spec.gpus.empty() ? "cpu" : "cuda"};
+    image.args.insert(image.args.end(), spec.extra_args.begin(), spec.extra_args.end());
   }
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).starts_with("CUDA_VISIBLE_DEVICES=")) continue;
+    if (!Overridden(*e, spec.env)) image.env.push_back(*e);
+  }
+  image.env.insert(image.env.end(), spec.env.begin(), spec.env.end());
   std::string visible;
   for (int32_t g : spec.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(g);
   image.env.push_back("CUDA_VISIBLE_DEVICES=" + visible);
@@ -85,6 +100,18 @@ std::optional<int64_t> UntimedSteps(const nlohmann::json& config) {
   return it->get<int64_t>();
 }
 
+// Longer lines are cut into pieces of this size, so that a child printing without newlines
+// cannot make the worker buffer without bound.
+constexpr size_t kMaxLineBytes = size_t{8} << 20;
+// Each line kept in a tail is cut to this (a 1 MB line must not make a 200 MB tail).
+constexpr size_t kMaxTailLineBytes = 2000;
+constexpr size_t kStdoutTailLines = 100;
+
+std::string ForTail(const std::string& line) {
+  if (line.size() <= kMaxTailLineBytes) return line;
+  return line.substr(0, kMaxTailLineBytes) + "... (" + std::to_string(line.size()) + " bytes)";
+}
+
 // Calls `on_line` for every complete line of `fd` and for a final unterminated one.
 template <typename F>
 void ReadLines(int fd, F on_line) {
@@ -100,6 +127,7 @@ void ReadLines(int fd, F on_line) {
       on_line(buf.substr(start, nl - start));
     }
     buf.erase(0, start);
+    if (buf.size() > kMaxLineBytes) on_line(buf), buf.clear();
   }
   if (!buf.empty()) on_line(buf);
   ::close(fd);
@@ -121,6 +149,10 @@ struct RunSupervisor::Pipes {
 RunSupervisor::RunSupervisor(RunSpec spec, RunCallbacks callbacks)
     : spec_(std::move(spec)), callbacks_(std::move(callbacks)) {
   untimed_steps_ = UntimedSteps(nlohmann::json::parse(spec_.config_json, nullptr, false));
+  if (spec_.script) {
+    script_parser_ =
+        std::make_unique<ScriptOutputParser>(spec_.script->format, spec_.script->target_val_loss);
+  }
 }
 
 RunSupervisor::~RunSupervisor() {
@@ -154,6 +186,11 @@ void RunSupervisor::Supervise(std::promise<absl::Status>* started) {
     return;
   }
   started->set_value(launched);  // `started` dies with Start(): not touched after this
+  // A script says nothing like ablate-train's start event: it has started once it runs.
+  if (script_parser_) {
+    started_ = true;
+    if (callbacks_.on_start) callbacks_.on_start();
+  }
   int out_fd = std::exchange(pipes.out[0], -1), err_fd = std::exchange(pipes.err[0], -1);
   std::thread out_reader([this, out_fd] { ReadStdout(out_fd); });
   std::thread err_reader([this, err_fd] { ReadStderr(err_fd); });
@@ -239,14 +276,37 @@ pid_t RunSupervisor::pid() const {
 }
 
 void RunSupervisor::ReadStdout(int fd) {
-  std::ofstream log(spec_.run_dir + "/events.jsonl", std::ios::app);
+  std::ofstream log(spec_.run_dir + (script_parser_ ? "/stdout.log" : "/events.jsonl"),
+                    std::ios::app);
   ReadLines(fd, [&](const std::string& line) {
     log << line << "\n";
     HandleLine(line);
   });
+  if (pending_point_ && callbacks_.on_point) callbacks_.on_point(*pending_point_);
+  pending_point_.reset();
+}
+
+void RunSupervisor::HandleScriptLine(const std::string& line) {
+  ScriptLine parsed = script_parser_->Parse(line);
+  switch (parsed.kind) {
+    case ScriptLine::Kind::kPoint:
+      if (pending_point_ && pending_point_->step() == parsed.point.step()) {
+        pending_point_->MergeFrom(parsed.point);
+        return;
+      }
+      if (pending_point_ && callbacks_.on_point) callbacks_.on_point(*pending_point_);
+      pending_point_ = std::move(parsed.point);
+      return;
+    case ScriptLine::Kind::kError: last_error_ = parsed.message; break;
+    case ScriptLine::Kind::kEnd: return;
+    case ScriptLine::Kind::kIgnored: break;
+  }
+  stdout_tail_.push_back(ForTail(line));  // what the parser did not take, for the person
+  if (stdout_tail_.size() > kStdoutTailLines) stdout_tail_.pop_front();
 }
 
 void RunSupervisor::HandleLine(const std::string& line) {
+  if (script_parser_) return HandleScriptLine(line);
   std::optional<TrainerEvent> event = ParseTrainerEvent(line);
   if (!event) return;
   switch (event->kind) {
@@ -274,7 +334,7 @@ void RunSupervisor::ReadStderr(int fd) {
   std::ofstream log(spec_.run_dir + "/stderr.log", std::ios::app);
   ReadLines(fd, [&](const std::string& line) {
     log << line << "\n";
-    stderr_tail_.push_back(line);
+    stderr_tail_.push_back(ForTail(line));
     if (stderr_tail_.size() > kStderrTailLines) stderr_tail_.pop_front();
   });
 }
@@ -287,6 +347,17 @@ RunResult RunSupervisor::BuildResult() {
     facts.signaled = WIFSIGNALED(wait_status_);
     facts.cancel_requested = cancel_requested_;
   }
+  if (script_parser_) {
+    RunResult r;
+    r.exit_code = facts.exit_code;
+    ScriptExitFacts script{facts.exit_code, facts.signaled, facts.cancel_requested,
+                           script_parser_->val_points(), script_parser_->saw_non_finite(),
+                           last_error_};
+    ExitVerdict v = ClassifyScriptExit(script);
+    r.status = v.status;
+    r.error = v.error;
+    return BuildScriptResult(std::move(r));
+  }
   if (end_event_) facts.end_status = end_event_->value("status", std::string());
   facts.last_error = last_error_;
   ExitVerdict verdict = ClassifyExit(facts);
@@ -298,6 +369,19 @@ RunResult RunSupervisor::BuildResult() {
     r.summary.set_steps(last_step_->step());
     if (last_step_->has_train_time_ms()) r.summary.set_train_time_ms(last_step_->train_time_ms());
   }
+  return r;
+}
+
+// The tail shows the script's unparsed stdout lines, then its stderr (scripts print to both).
+RunResult RunSupervisor::BuildScriptResult(RunResult r) {
+  r.started = started_;
+  r.summary = script_parser_->Summary();
+  if (!stdout_tail_.empty()) {
+    r.stderr_tail += "--- stdout (lines not read as metrics) ---\n";
+    for (const std::string& line : stdout_tail_) r.stderr_tail += line + "\n";
+    r.stderr_tail += "--- stderr ---\n";
+  }
+  for (const std::string& line : stderr_tail_) r.stderr_tail += line + "\n";
   return r;
 }
 

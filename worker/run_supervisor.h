@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "worker/script_output.h"
 #include "worker/trainer_events.h"
 
 namespace ablate::worker {
@@ -35,6 +37,12 @@ struct RunSpec {
   std::string val_glob;       // --val
   std::vector<int32_t> gpus;  // CUDA_VISIBLE_DEVICES; empty: --backend cpu, CUDA_VISIBLE_DEVICES=""
   std::vector<std::string> extra_args;  // appended to the command line (e.g. --threads 2)
+  // Script runs (issue 14): `argv` (non-empty) runs instead of the trainer command line, with
+  // `env` (NAME=value) added to the environment; stdout is read as ScriptOutputParser reads it
+  // (kept in stdout.log), and the exit is judged by ClassifyScriptExit.
+  std::vector<std::string> argv = {};
+  std::vector<std::string> env = {};
+  std::optional<ScriptOutputOptions> script = std::nullopt;
 };
 
 struct RunResult {
@@ -83,7 +91,9 @@ class RunSupervisor {
   void ReadStdout(int fd);
   void ReadStderr(int fd);
   void HandleLine(const std::string& line);
+  void HandleScriptLine(const std::string& line);
   RunResult BuildResult();
+  RunResult BuildScriptResult(RunResult r);
 
   const RunSpec spec_;
   const RunCallbacks callbacks_;
@@ -104,6 +114,11 @@ class RunSupervisor {
   std::optional<int64_t> untimed_steps_;
   std::optional<v1::MetricPoint> last_step_;
   bool started_ = false;
+  std::unique_ptr<ScriptOutputParser> script_parser_;  // script runs only
+  std::deque<std::string> stdout_tail_;                // script runs: unparsed stdout lines
+  // Script runs: the last point, held until a line for another step arrives, so that a step's
+  // train line and val line reach the coordinator as one point (a record prints both).
+  std::optional<v1::MetricPoint> pending_point_;
   // Owned by the stderr thread until it is joined.
   std::deque<std::string> stderr_tail_;
 };

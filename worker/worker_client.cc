@@ -204,4 +204,23 @@ bool WorkerClient::Send(const v1::WorkerMessage& message, uint64_t generation) {
   return stream_->Write(message);
 }
 
+absl::StatusOr<Snapshot> WorkerClient::FetchSnapshot(const std::string& hash) {
+  grpc::ClientContext context;
+  if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(1));
+  v1::GetSnapshotRequest req;
+  req.set_hash(hash);
+  v1::CodeSnapshot resp;
+  grpc::Status s = stub_->GetSnapshot(&context, req, &resp);
+  if (!s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        "fetching from the coordinator: " + s.error_message());
+  }
+  Snapshot files;
+  for (const v1::SnapshotFile& f : resp.files()) {
+    files.push_back({f.path(), f.content(), f.executable()});
+  }
+  return files;
+}
+
 }  // namespace ablate::worker

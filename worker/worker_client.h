@@ -47,6 +47,10 @@ class WorkerClient : public MessageSink {
   void Run();
   void Stop();
 
+  // A code snapshot by hash (WorkerService.GetSnapshot), for script runs. Thread-safe; blocks
+  // up to a minute. The coordinator's error codes (NOT_FOUND, UNAVAILABLE, ...).
+  absl::StatusOr<Snapshot> FetchSnapshot(const std::string& hash);
+
   uint64_t Generation() override;
   bool Send(const v1::WorkerMessage& message, uint64_t generation) override;
 

@@ -7,6 +7,7 @@
 
 #include "worker/datasets.h"
 #include "worker/nccl_handoff.h"
+#include "worker/worker_core_attempt.h"
 
 namespace ablate::worker {
 namespace {
@@ -21,11 +22,6 @@ std::string RunDir(const std::string& work_dir, const v1::Assignment& a) {
   return work_dir + "/runs/" + std::to_string(a.run_id()) + "-a" + std::to_string(a.attempt_id());
 }
 
-// Every node of a multi-node attempt trains the same all-reduced model and emits the same points,
-// but the coordinator keeps one curve per attempt, deduplicated by (attempt, seq): only node 0's
-// worker sends them. The others keep theirs in the run folder (events.jsonl).
-bool ReportsMetrics(const v1::Assignment& a) { return a.num_nodes() <= 1 || a.node_rank() == 0; }
-
 }  // namespace
 
 void LogLine(std::string_view line) {
@@ -33,19 +29,6 @@ void LogLine(std::string_view line) {
   absl::MutexLock lock(&log_mu);
   std::cerr << "ablate-worker: " << line << std::endl;
 }
-
-struct WorkerCore::Attempt {
-  Attempt(const v1::Assignment& as, BatcherOptions batching)
-      : assignment(as), reports_metrics(ReportsMetrics(as)), batcher(batching) {}
-  const v1::Assignment assignment;
-  const bool reports_metrics;  // false: the points stay in the run folder, no MetricBatch
-  std::unique_ptr<RunSupervisor> supervisor;
-  absl::Mutex batch_mu;
-  Batcher batcher ABSL_GUARDED_BY(batch_mu);
-  bool finished ABSL_GUARDED_BY(batch_mu) = false;
-  bool stale = false;  // guarded by WorkerCore::mu_
-  bool id_sent = false;  // node 0 of a multi-node attempt: NcclId sent; guarded by WorkerCore::mu_
-};
 
 absl::StatusOr<std::unique_ptr<WorkerCore>> WorkerCore::Create(WorkerCoreOptions options,
                                                                MessageSink* sink) {
@@ -58,13 +41,17 @@ absl::StatusOr<std::unique_ptr<WorkerCore>> WorkerCore::Create(WorkerCoreOptions
 
 WorkerCore::WorkerCore(WorkerCoreOptions options, MessageSink* sink,
                        std::unique_ptr<Outbox> outbox)
-    : options_(std::move(options)), sink_(sink), outbox_(std::move(outbox)) {
+    : options_(std::move(options)),
+      sink_(sink),
+      outbox_(std::move(outbox)),
+      snapshots_(options_.work_dir + "/snapshots", options_.fetch_snapshot) {
   pump_ = std::thread([this] { Pump(); });
 }
 
 WorkerCore::~WorkerCore() { Shutdown(); }
 
 void WorkerCore::HandleAssignment(const v1::Assignment& as) {
+  if (IsScriptConfig(as.config_json())) return HandleScriptAssignment(as);
   auto a = std::make_shared<Attempt>(as, options_.batcher);
   Attempt* raw = a.get();  // the attempt outlives its supervisor (it owns it)
   a->supervisor = std::make_unique<RunSupervisor>(
@@ -125,23 +112,36 @@ void WorkerCore::HandleNcclId(const v1::NcclId& id) {
     a = it->second;
   }
   if (a->assignment.node_rank() == 0) return;  // our own id, echoed
+  if (a->script) {
+    LogLine("attempt " + std::to_string(id.attempt_id()) + ": torch rendezvous " +
+            id.master_addr() + ":" + std::to_string(id.master_port()) + " from node 0");
+    absl::MutexLock lock(&mu_);
+    a->rendezvous = std::make_pair(id.master_addr(), id.master_port());  // wakes its starter
+    return;
+  }
   LogLine("attempt " + std::to_string(id.attempt_id()) + ": NCCL id from node 0 received");
   Record(WriteRelayedId(id, NcclIdPath(RunDir(options_.work_dir, a->assignment))));
 }
 
 void WorkerCore::RelayNcclIds() {
   std::vector<std::shared_ptr<Attempt>> waiting;
+  std::map<int64_t, v1::NcclId> script_ids;  // script runs: node 0's torch rendezvous
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, a] : attempts_) {
       const v1::Assignment& as = a->assignment;
       if (as.num_nodes() > 1 && as.node_rank() == 0 && !a->id_sent) waiting.push_back(a);
+      if (a->script) {
+        if (std::optional<v1::NcclId> r = ScriptRendezvous(*a)) script_ids[id] = *r;
+      }
     }
   }
   for (const std::shared_ptr<Attempt>& a : waiting) {
     int64_t attempt_id = a->assignment.attempt_id();
     std::optional<v1::NcclId> id =
-        ReadLocalId(attempt_id, NcclIdPath(RunDir(options_.work_dir, a->assignment)));
+        a->script ? (script_ids.count(attempt_id) ? std::optional(script_ids[attempt_id])
+                                                  : std::nullopt)
+                  : ReadLocalId(attempt_id, NcclIdPath(RunDir(options_.work_dir, a->assignment)));
     if (!id) continue;
     v1::WorkerMessage m;
     *m.mutable_nccl_id() = *id;
@@ -232,6 +232,7 @@ void WorkerCore::OnExit(Attempt& a, const RunResult& r) {
 void WorkerCore::HandleAck(const v1::Ack& ack) { Record(outbox_->Ack(ack.attempt_id(), ack.seq())); }
 
 void WorkerCore::HandleCancel(const v1::Cancel& cancel) {
+  if (CancelStarting(cancel)) return;
   std::shared_ptr<Attempt> a;
   {
     absl::MutexLock lock(&mu_);
@@ -259,7 +260,7 @@ void WorkerCore::HandleStale(const std::vector<int64_t>& ids) {
     {
       absl::MutexLock lock(&mu_);
       auto it = attempts_.find(id);
-      if (it != attempts_.end()) a = it->second, a->stale = true;
+      if (it != attempts_.end()) a = it->second, a->stale = true;  // a starting script: aborts
     }
     LogLine("attempt " + std::to_string(id) + " is stale: stopping it");
     if (a && a->supervisor) a->supervisor->Cancel(options_.shutdown_grace);
@@ -271,7 +272,8 @@ std::vector<v1::HeldAttempt> WorkerCore::Held() const {
   absl::MutexLock lock(&mu_);
   std::vector<v1::HeldAttempt> held;
   for (const auto& [id, a] : attempts_) {
-    if (!a->supervisor || a->supervisor->done() || a->stale) continue;
+    if (a->stale) continue;
+    if (!a->starting && (!a->supervisor || a->supervisor->done())) continue;
     v1::HeldAttempt h;
     h.set_run_id(a->assignment.run_id());
     h.set_attempt_id(id);
@@ -319,7 +321,8 @@ void WorkerCore::FlushDueAndReap() {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = attempts_.begin(); it != attempts_.end();) {
-      bool done = !it->second->supervisor || it->second->supervisor->done();
+      bool done = !it->second->starting &&
+                  (!it->second->supervisor || it->second->supervisor->done());
       (done ? reaped : all).push_back(it->second);
       it = done ? attempts_.erase(it) : std::next(it);
     }
@@ -339,6 +342,11 @@ void WorkerCore::Shutdown() {
     if (pump_stop_) return;
     stopping_ = true;
     for (const auto& [id, a] : attempts_) all.push_back(a);
+  }
+  // Script attempts still starting see stopping_ and end unstarted; the others hand over to
+  // their supervisors, which the loop below stops.
+  for (const auto& a : all) {
+    if (a->starter.joinable()) a->starter.join();
   }
   for (const auto& a : all) {
     if (a->supervisor) a->supervisor->Cancel(options_.shutdown_grace);

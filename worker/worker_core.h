@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,7 @@
 #include "worker/batcher.h"
 #include "worker/outbox.h"
 #include "worker/run_supervisor.h"
+#include "worker/script_launch.h"
 
 namespace ablate::worker {
 
@@ -49,6 +51,12 @@ struct WorkerCoreOptions {
   std::chrono::milliseconds tick{100};     // how often due batches are flushed and sent
   std::chrono::milliseconds shutdown_grace{10000};
   std::function<int64_t()> now_ms;  // monotonic ms; steady_clock when unset
+  // Script runs (issue 14; worker_core_scripts.cc). Without allow_scripts every script
+  // assignment fails at once, saying so.
+  bool allow_scripts = false;
+  std::string python = "python3";  // interpreter for launch: python / torchrun and {python}
+  std::string master_addr;         // this node's address for torch rendezvous ("" = host name)
+  SnapshotCache::Fetch fetch_snapshot;  // a snapshot by hash from the coordinator
 };
 
 // Thread-safe. Handle* methods are called by the connection's reader; callbacks of the children
@@ -62,6 +70,10 @@ class WorkerCore {
   ~WorkerCore();  // Shutdown() if not done
 
   void HandleAssignment(const v1::Assignment& assignment);
+  // A script run's Assignment (its config names a script): the snapshot is fetched (or taken
+  // from WORK/snapshots), unpacked into the run folder and launched on a thread of its own, node
+  // 1.. of a gang once node 0's rendezvous has been relayed.
+  void HandleScriptAssignment(const v1::Assignment& assignment);
   void HandleAck(const v1::Ack& ack);
   // A running attempt gets SIGTERM, then SIGKILL after grace_ms. An attempt that is no longer
   // running has had its writes refused: its outbox entries are dropped.
@@ -96,10 +108,19 @@ class WorkerCore {
   void RelayNcclIds();
   void SendStarted(const Attempt& a);
   void Record(const absl::Status& s);
+  // Script runs (worker_core_scripts.cc).
+  void StartScript(Attempt& a);
+  absl::StatusOr<RunSpec> PrepareScript(Attempt& a);
+  bool WaitForRendezvous(Attempt& a);
+  bool CancelStarting(const v1::Cancel& cancel);
+  void EndUnstarted(const v1::Assignment& as, const std::string& status, const std::string& error);
+  std::optional<v1::NcclId> ScriptRendezvous(const Attempt& a) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerCoreOptions options_;
   MessageSink* const sink_;
   const std::unique_ptr<Outbox> outbox_;
+  SnapshotCache snapshots_;
 
   mutable absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<Attempt>> attempts_ ABSL_GUARDED_BY(mu_);

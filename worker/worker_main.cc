@@ -28,6 +28,8 @@ struct Flags {
   int64_t heartbeat_ms = 0;
   int64_t grace_ms = 10000;
   int64_t dataset_rescan_ms = 10000;
+  bool allow_scripts = false;
+  std::string python = "python3", master_addr;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -54,6 +56,15 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "re-check the data dir this often; a change is sent to the coordinator")
       ->check(CLI::PositiveNumber)
       ->default_val(10000);
+  app.add_flag("--allow-scripts", f.allow_scripts,
+               "run script runs: sweeps that name a researcher's own training script. This runs "
+               "code submitted to the coordinator on this node; allow it only where everyone who "
+               "can submit may run code here");
+  app.add_option("--python", f.python, "interpreter for script runs (python, torchrun, {python})")
+      ->default_val("python3");
+  app.add_option("--master-addr", f.master_addr,
+                 "address other nodes reach this one at, for a multi-node script run's torch "
+                 "rendezvous (default: the host name)");
 }
 
 // The valid datasets under data_dir. Each reason a dataset is left out is logged when it first
@@ -129,6 +140,9 @@ int main(int argc, char** argv) {
   core_options.trainer_path = *trainer;
   core_options.shutdown_grace = std::chrono::milliseconds(f.grace_ms);
   int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  core_options.allow_scripts = f.allow_scripts;
+  core_options.python = f.python;
+  core_options.master_addr = f.master_addr;
   core_options.trainer_args = {"--threads",
                                std::to_string(std::max(1, cores / std::max(1, f.cpu_slots)))};
 
@@ -152,18 +166,23 @@ int main(int argc, char** argv) {
     for (const auto& g : *gpus) *hello.add_gpus() = g;
     hello.set_cpu_slots(f.cpu_slots);
     hello.set_trainer_version(version);
+    hello.set_allow_scripts(f.allow_scripts);
     for (const std::string& d : datasets()) hello.add_datasets(d);
     for (const auto& h : core_ptr->Held()) *hello.add_running() = h;
     return hello;
   };
   WorkerClient client(client_options);
+  core_options.fetch_snapshot = [&client](const std::string& hash) {
+    return client.FetchSnapshot(hash);
+  };
   absl::StatusOr<std::unique_ptr<WorkerCore>> core = WorkerCore::Create(core_options, &client);
   if (!core.ok()) return Die(core.status().ToString());
   core_ptr = core->get();
   client.SetCore(core_ptr);
   LogLine("worker " + id + ": " + std::to_string(gpus->size()) + " GPU(s), " +
           std::to_string(f.cpu_slots) + " CPU slot(s), trainer " + *trainer + " (" + version +
-          "), datasets in " + f.data_dir);
+          "), datasets in " + f.data_dir +
+          (f.allow_scripts ? "; runs scripts with " + f.python : "; runs no scripts"));
 
   std::thread signals([&] {
     int sig = 0;

@@ -44,9 +44,16 @@ std::optional<std::vector<NodeShare>> TakeGang(std::vector<NodeCapacity*>& fits,
   return shares;
 }
 
-std::string WaitReason(const QueuedRun& r, bool any_dataset_node, int max_node_gpus) {
+bool TakesScripts(const NodeCapacity& n, const QueuedRun& r) { return !r.script || n.allow_scripts; }
+
+std::string WaitReason(const QueuedRun& r, bool any_dataset_node, bool any_script_node,
+                       int max_node_gpus) {
   if (!any_dataset_node) {
     return "no connected worker has dataset '" + r.dataset + "'";
+  }
+  if (!any_script_node) {
+    return "no connected worker with dataset '" + r.dataset +
+           "' runs scripts (start ablate-worker with --allow-scripts)";
   }
   if (r.gpus_per_run == 0) return "waiting for a free CPU slot";
   if (r.gpus_per_run > max_node_gpus && max_node_gpus > 0 && r.gpus_per_run % max_node_gpus) {
@@ -71,8 +78,11 @@ Plan PlanAssignments(PlanInput in) {
       continue;
     }
     std::vector<NodeCapacity*> fits;
+    bool any_dataset_node = false;
     for (NodeCapacity& n : in.nodes) {
-      if (HasDataset(n, r.dataset)) fits.push_back(&n);
+      if (!HasDataset(n, r.dataset)) continue;
+      any_dataset_node = true;
+      if (TakesScripts(n, r)) fits.push_back(&n);
     }
     std::optional<std::vector<NodeShare>> shares;
     if (r.gpus_per_run <= max_node_gpus || r.gpus_per_run == 0) {
@@ -86,7 +96,7 @@ Plan PlanAssignments(PlanInput in) {
       shares = TakeGang(fits, r.gpus_per_run);
     }
     if (!shares) {
-      plan.waiting[r.run_id] = WaitReason(r, !fits.empty(), max_node_gpus);
+      plan.waiting[r.run_id] = WaitReason(r, any_dataset_node, !fits.empty(), max_node_gpus);
       continue;
     }
     ++active;

@@ -4,7 +4,7 @@
 // Rules (DESIGN §4): runs are taken by priority (high first), then FIFO (submission order).
 // A run needs gpus_per_run GPUs on one node, or — when it needs more than any single node has —
 // whole nodes all-or-nothing (gang scheduling; nodes[0] is rank 0). gpus_per_run 0 needs one
-// CPU slot. A node only takes runs whose dataset it has. A sweep never has more than
+// CPU slot. A node only takes runs whose dataset it has, and script runs only when it allows them. A sweep never has more than
 // max_concurrent runs assigned or running (0 = unlimited). A run that cannot be placed does not
 // block lower-priority runs that fit elsewhere (backfill).
 #ifndef ABLATE_SERVER_CORE_PLACEMENT_H_
@@ -23,6 +23,7 @@ struct NodeCapacity {
   std::vector<int> free_gpus;  // indices on that node
   int free_cpu_slots = 0;
   std::vector<std::string> datasets;
+  bool allow_scripts = false;  // started with --allow-scripts: takes script runs (issue 14)
 };
 
 struct QueuedRun {
@@ -32,6 +33,7 @@ struct QueuedRun {
   int gpus_per_run = 0;  // 0 = one CPU slot
   std::string dataset;   // "" = any node
   int max_concurrent = 0;
+  bool script = false;  // runs the researcher's script: only nodes with allow_scripts take it
 };
 
 struct NodeShare {

@@ -4,12 +4,26 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <set>
 
 #include "server/rpc/convert.h"
 #include "trainer/config/knob_schema.h"
 
 namespace ablate {
 namespace {
+
+// Variants of a sweep that run a script (their config has "script", issue 14): only workers
+// started with --allow-scripts take their runs.
+absl::StatusOr<std::set<int64_t>> ScriptVariants(const Store& store, int64_t sweep_id) {
+  absl::StatusOr<std::vector<Variant>> variants = store.ListVariants(sweep_id);
+  if (!variants.ok()) return variants.status();
+  std::set<int64_t> ids;
+  for (const Variant& v : *variants) {
+    nlohmann::json config = nlohmann::json::parse(v.config_json, nullptr, false);
+    if (config.is_object() && config.contains("script")) ids.insert(v.id);
+  }
+  return ids;
+}
 
 int64_t SystemNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -191,6 +205,7 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     for (const v1::Gpu& g : hello.gpus()) w.gpu_indices.push_back(g.index());
     w.cpu_slots = hello.cpu_slots();
     w.datasets = record.datasets;
+    w.allow_scripts = hello.allow_scripts();
     w.attempts = std::move(held);
     for (const auto& [attempt_id, live] : w.attempts) {
       if (live.node.in_gang() && !live.restored) LearnGangSize(attempt_id, live.node.num_nodes);
@@ -488,7 +503,7 @@ std::vector<NodeCapacity> Dispatcher::Capacity() const {
   for (const auto& [worker_id, w] : workers_) {
     if (!w.session || now - w.last_heartbeat_ms > options_.lease_ms) continue;
     NodeCapacity n{worker_id, static_cast<int>(w.gpu_indices.size()), w.gpu_indices, w.cpu_slots,
-                   w.datasets};
+                   w.datasets, w.allow_scripts};
     for (const auto& [attempt_id, live] : w.attempts) {
       if (live.gpus.empty()) --n.free_cpu_slots;
       for (int g : live.gpus) std::erase(n.free_gpus, g);
@@ -504,6 +519,7 @@ absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(std::map<int64_t, 
   absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
   if (!runs.ok()) return runs.status();
   std::map<int64_t, Sweep> sweeps;
+  std::map<int64_t, std::set<int64_t>> script_variants;  // by sweep
   std::vector<QueuedRun> queue;
   for (const Run& r : *runs) {
     auto it = sweeps.find(r.sweep_id);
@@ -513,11 +529,14 @@ absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(std::map<int64_t, 
       absl::StatusOr<std::map<RunState, int>> counts = store_->CountRunsByState(r.sweep_id);
       if (!counts.ok()) return counts.status();
       (*active)[r.sweep_id] = (*counts)[RunState::kAssigned] + (*counts)[RunState::kRunning];
+      absl::StatusOr<std::set<int64_t>> scripts = ScriptVariants(*store_, r.sweep_id);
+      if (!scripts.ok()) return scripts.status();
+      script_variants[r.sweep_id] = *std::move(scripts);
       it = sweeps.emplace(r.sweep_id, *std::move(sw)).first;
     }
     const Sweep& sw = it->second;
-    queue.push_back(
-        {r.id, r.sweep_id, sw.priority, sw.gpus_per_run, sw.dataset, sw.max_concurrent});
+    queue.push_back({r.id, r.sweep_id, sw.priority, sw.gpus_per_run, sw.dataset,
+                     sw.max_concurrent, script_variants[r.sweep_id].count(r.variant_id) > 0});
   }
   return queue;
 }

@@ -150,6 +150,7 @@ class Dispatcher {
     std::vector<int> gpu_indices;
     int cpu_slots = 0;
     std::vector<std::string> datasets;
+    bool allow_scripts = false;  // Hello.allow_scripts
     std::map<int64_t, LiveAttempt> attempts;  // by attempt id
     bool marked_gone = false;  // the store says disconnected since the lease ran out
     int64_t persisted_heartbeat_ms = 0;  // last TouchWorker written to the store

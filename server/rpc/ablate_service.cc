@@ -98,7 +98,8 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
                                             v1::SubmitSweepResponse* resp) {
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
   std::string file = req->file_name().empty() ? "<spec>" : req->file_name();
-  absl::StatusOr<ExpandedSweep> expanded = ParseSweepSpec(req->spec_yaml(), file);
+  absl::StatusOr<ExpandedSweep> expanded =
+      ParseSweepSpec(req->spec_yaml(), file, UploadsFromProto(req->scripts()));
   if (!expanded.ok()) return ToGrpc(expanded.status());
   if (req->dry_run()) {
     ToProto(expanded->sweep, resp->mutable_sweep());
@@ -107,6 +108,11 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
     resp->mutable_sweep()->mutable_counts()->set_total(expanded->runs.size());
     resp->mutable_sweep()->mutable_counts()->set_queued(expanded->runs.size());
     return grpc::Status::OK;
+  }
+  // Snapshots first: a sweep never names a hash the store lacks (an unused snapshot left by a
+  // failed CreateSweep is harmless, and stored once whatever happens).
+  for (const auto& [hash, files] : expanded->snapshots) {
+    if (absl::Status s = store_->PutSnapshot(hash, files); !s.ok()) return ToGrpc(s);
   }
   absl::StatusOr<int64_t> id =
       store_->CreateSweep(expanded->sweep, expanded->variants, expanded->runs);

@@ -294,10 +294,24 @@ absl::StatusOr<v1::ListRecordsResponse> BuildRecordsTable(const Store& store) {
   if (!records.ok()) return records.status();
   absl::StatusOr<std::map<std::string, OwnRunGroups>> own = LoadOwnRuns(store);
   if (!own.ok()) return own.status();
+  absl::StatusOr<std::map<std::string, std::vector<PlacedRun>>> scripted =
+      store.ListSucceededRunsByScriptRecord();
+  if (!scripted.ok()) return scripted.status();
   v1::ListRecordsResponse out;
   for (const Record& r : *records) {
     v1::RecordRow* row = out.add_records();
     FillRecord(r, row->mutable_record());
+    // Script baselines that name this record (`record:`, issue 14): a script runs the record's
+    // own code at full scale; grouped by hardware like preset runs.
+    if (auto it = scripted->find(r.id); it != scripted->end()) {
+      std::map<std::string, std::vector<RunOutcome>> by_hardware;
+      for (const PlacedRun& p : it->second) by_hardware[Hardware(p)].push_back(ToOutcome(p.run));
+      for (const auto& [hardware, runs] : by_hardware) {
+        v1::OwnRecordRuns* group = row->add_own_runs();
+        FillOwnRuns(Scale::kFull, hardware, runs, r.record_time_ms, group);
+        group->set_script(true);
+      }
+    }
     if (r.preset.empty()) continue;
     for (const auto& [key, runs] : (*own)[r.preset]) {
       FillOwnRuns(std::get<0>(key), std::get<1>(key), runs, r.record_time_ms, row->add_own_runs());

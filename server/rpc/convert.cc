@@ -191,4 +191,28 @@ MetricPoint FromProto(const v1::MetricPoint& in) {
 
 GpuInfo FromProto(const v1::Gpu& in) { return GpuInfo{in.index(), in.model(), in.memory_mb()}; }
 
+void SnapshotToProto(const std::string& hash, const Snapshot& files, v1::CodeSnapshot* out) {
+  out->set_hash(hash);
+  for (const SnapshotFile& f : files) {
+    v1::SnapshotFile* p = out->add_files();
+    p->set_path(f.path);
+    p->set_content(f.content);
+    p->set_executable(f.executable);
+  }
+}
+
+ScriptUploads UploadsFromProto(
+    const google::protobuf::RepeatedPtrField<v1::ScriptUpload>& uploads) {
+  ScriptUploads out;
+  for (const v1::ScriptUpload& u : uploads) {
+    ScriptUpload& upload = out[u.script()];
+    upload.error = u.error();
+    for (const v1::SnapshotFile& f : u.files()) {
+      upload.files.push_back({f.path(), f.content(), f.executable()});
+    }
+    SortSnapshot(&upload.files);
+  }
+  return out;
+}
+
 }  // namespace ablate

@@ -9,7 +9,9 @@
 
 #include "ablate/v1/types.pb.h"
 #include "absl/status/status.h"
+#include "server/core/code_snapshot.h"
 #include "server/core/model.h"
+#include "server/sweep/script_spec.h"
 
 namespace ablate {
 
@@ -34,6 +36,12 @@ void ToProto(const Event& in, v1::Event* out);
 RunSummary FromProto(const v1::RunSummary& in);
 MetricPoint FromProto(const v1::MetricPoint& in);
 GpuInfo FromProto(const v1::Gpu& in);
+
+// Code snapshots of script runs (issue 14).
+void SnapshotToProto(const std::string& hash, const Snapshot& files, v1::CodeSnapshot* out);
+// The uploads of a submit, keyed by their `script:` value; files sorted by path.
+ScriptUploads UploadsFromProto(
+    const google::protobuf::RepeatedPtrField<v1::ScriptUpload>& uploads);
 
 }  // namespace ablate
 

@@ -76,4 +76,17 @@ grpc::Status WorkerServiceImpl::Connect(
   return grpc::Status::OK;
 }
 
+grpc::Status WorkerServiceImpl::GetSnapshot(grpc::ServerContext* ctx,
+                                            const v1::GetSnapshotRequest* req,
+                                            v1::CodeSnapshot* resp) {
+  if (grpc::Status s = auth_->CheckWorker(*ctx); !s.ok()) return s;
+  if (store_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this coordinator stores no snapshots");
+  }
+  absl::StatusOr<Snapshot> files = store_->GetSnapshot(req->hash());
+  if (!files.ok()) return ToGrpc(files.status());
+  SnapshotToProto(req->hash(), *files, resp);
+  return grpc::Status::OK;
+}
+
 }  // namespace ablate

@@ -15,6 +15,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/core/code_snapshot.h"
 #include "server/core/model.h"
 
 namespace ablate {
@@ -206,6 +207,19 @@ class Store {
   // Succeeded runs of every variant whose config hash is in `config_hashes`, in run id order.
   absl::StatusOr<std::vector<PlacedRun>> ListSucceededRunsByConfigHash(
       const std::vector<std::string>& config_hashes) const;
+  // Succeeded runs of script baselines that name a row of the records table (spec key
+  // `record:`), by record id, each list in run id order (issue 14).
+  absl::StatusOr<std::map<std::string, std::vector<PlacedRun>>> ListSucceededRunsByScriptRecord()
+      const;
+
+  // --- Code snapshots of script runs (store_snapshots.cc) ------------------------------------
+  // Stores `files` under `hash` unless a snapshot with that hash is stored already (content
+  // addressing: the same bytes are stored once). The caller computed the hash (SnapshotHash).
+  absl::Status PutSnapshot(const std::string& hash, const Snapshot& files);
+  // NOT_FOUND for an unknown hash.
+  absl::StatusOr<Snapshot> GetSnapshot(const std::string& hash) const;
+  // How many snapshots are stored (tests check that a re-submitted script is stored once).
+  absl::StatusOr<int64_t> CountSnapshots() const;
 
  private:
   Store(std::string path, StoreOptions options, int schema_version,

@@ -90,4 +90,32 @@ absl::StatusOr<std::vector<PlacedRun>> Store::ListSucceededRunsByConfigHash(
   });
 }
 
+absl::StatusOr<std::map<std::string, std::vector<PlacedRun>>>
+Store::ListSucceededRunsByScriptRecord() const {
+  // Baselines only (idx 0 of a sweep whose baseline is included names `record`: ablations never
+  // carry it, see server/sweep/script_expander.cc).
+  const std::string sql = absl::StrCat(
+      "SELECT ", kRunColumns,
+      ", v.config_hash, s.gpus_per_run, "
+      "COALESCE(json_extract(w.gpus_json, '$[0].model'), ''), "
+      "json_extract(v.config_json, '$.script.record') FROM ",
+      kRunFrom,
+      " JOIN sweeps s ON s.id = r.sweep_id"
+      " LEFT JOIN attempts a ON a.run_id = r.id AND a.state = 'succeeded'"
+      " LEFT JOIN workers w ON w.id = a.worker_id"
+      " WHERE r.state = 'succeeded'"
+      " AND json_extract(v.config_json, '$.script.record') IS NOT NULL"
+      " ORDER BY r.id");
+  using ByRecord = std::map<std::string, std::vector<PlacedRun>>;
+  return Read<ByRecord>([&](Connection& c) -> absl::StatusOr<ByRecord> {
+    STORE_ASSIGN_OR_RETURN(Statement stmt, c.Prepare(sql));
+    ByRecord runs;
+    while (true) {
+      STORE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) return runs;
+      runs[stmt.Text(kPlacedExtra + 3)].push_back(ReadPlacedRun(stmt));
+    }
+  });
+}
+
 }  // namespace ablate

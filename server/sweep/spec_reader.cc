@@ -4,6 +4,7 @@
 #include <map>
 #include <span>
 
+#include "server/sweep/script_spec.h"
 #include "server/sweep/yaml_values.h"
 #include "trainer/config/knob_schema.h"
 
@@ -16,8 +17,13 @@ constexpr std::string_view kTopLevelKeys[] = {
     "name",         "description", "baseline",       "include_baseline", "target_val_loss", "seeds",
     "gpus_per_run", "priority",    "max_concurrent", "max_attempts",     "dataset",         "tags",
     "ablations",    "grid"};
-constexpr std::string_view kBaselineKeys[] = {"preset", "scale", "set"};
-constexpr std::string_view kAblationKeys[] = {"name", "set"};
+// Script keys (script_spec.h) beside the built-in trainer's.
+constexpr std::string_view kBaselineKeys[] = {"preset",  "scale", "set",        "script",
+                                              "launch",  "command", "args",     "env",
+                                              "log_format", "data_link", "record"};
+constexpr std::string_view kAblationKeys[] = {"name", "set",        "script",   "launch",
+                                              "command", "args", "env", "log_format",
+                                              "data_link"};
 // Bounds on what one spec may list; with aliases (*x) a small text can name big structures,
 // so the reader checks sizes before walking them.
 constexpr size_t kMaxMapKeys = 64;
@@ -82,6 +88,7 @@ class SpecReader {
   void ReadSettings(const Entries& top);
   void ReadGpus(const YAML::Node& node);
   void ReadBaseline(const YAML::Node& node);
+  void CheckScriptBaseline(Entries& e);
   void ReadAblations(const YAML::Node& node);
   void ReadAblation(const YAML::Node& node, size_t index);
   void ReadGrid(const YAML::Node& node);
@@ -185,6 +192,8 @@ void SpecReader::ReadBaseline(const YAML::Node& node) {
     return;
   }
   Entries e = CheckedEntries(node, "baseline", kBaselineKeys, errors_);
+  spec_.baseline_script = ReadScriptSettings(node, "baseline", /*baseline=*/true, errors_);
+  CheckScriptBaseline(e);
   if (e.count("preset")) {
     const YAML::Node& p = e["preset"].value;
     spec_.preset_position = PositionOf(p);
@@ -212,6 +221,24 @@ void SpecReader::ReadBaseline(const YAML::Node& node) {
   if (!e.count("set")) spec_.baseline_set.position = PositionOf(node);
 }
 
+// A baseline runs either the built-in trainer (preset, scale, set) or a script, never both.
+void SpecReader::CheckScriptBaseline(Entries& e) {
+  const ScriptSettings& script = spec_.baseline_script;
+  if (!script.any()) return;
+  if (!script.where.count("script")) {
+    std::string key = script.where.begin()->first;
+    errors_->Add(script.where.begin()->second, KeyPath("baseline", key),
+                 key + " belongs to a script run; name the script with baseline.script");
+  }
+  for (const char* trainer_key : {"preset", "scale", "set"}) {
+    if (!e.count(trainer_key) || !script.where.count("script")) continue;
+    errors_->Add(e[trainer_key].key, KeyPath("baseline", trainer_key),
+                 std::string(trainer_key) +
+                     " configures the built-in trainer; a baseline names either a preset or a "
+                     "script, not both");
+  }
+}
+
 void SpecReader::ReadAblations(const YAML::Node& node) {
   spec_.ablations_position = PositionOf(node);
   if (node.IsNull()) return;  // `ablations:` with nothing: no ablations
@@ -236,9 +263,10 @@ void SpecReader::ReadAblation(const YAML::Node& node, size_t index) {
     return;
   }
   Entries e = CheckedEntries(node, path, kAblationKeys, errors_);
-  AblationSpec ablation{"", {}, PositionOf(node), path};
+  AblationSpec ablation{"", {}, PositionOf(node), path, {}};
+  ablation.script = ReadScriptSettings(node, path, /*baseline=*/false, errors_);
   for (const char* required : {"name", "set"}) {
-    if (!e.count(required)) {
+    if (!e.count(required) && !(ablation.script.any() && std::string_view(required) == "set")) {
       errors_->Add(node, KeyPath(path, required),
                    std::string("missing required key '") + required + "'");
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/sweep/knob_set_reader.h"
+#include "server/sweep/script_spec.h"
 #include "server/sweep/spec_errors.h"
 #include "trainer/config/presets.h"
 
@@ -23,6 +24,7 @@ struct AblationSpec {
   KnobSet set;
   SpecPosition position;  // of the entry
   std::string path;       // "ablations[2]"
+  ScriptSettings script;  // script keys (issue 14); any() is false for a knob ablation
 };
 
 // One key of `grid:`: a knob and the values it takes, validated, in spec order.
@@ -42,6 +44,7 @@ struct ParsedSpec {
   SpecPosition preset_position;
   Scale scale = Scale::kFull;
   KnobSet baseline_set;
+  ScriptSettings baseline_script;  // any(): the baseline runs a script (script_spec.h)
   bool include_baseline = true;
   SpecPosition include_baseline_position;
   std::optional<double> target_val_loss;

@@ -3,6 +3,8 @@
 
 #include <map>
 
+#include "server/sweep/script_expander.h"
+
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
 
@@ -254,7 +256,10 @@ J RunConfig(const Variant& variant, int seed) {
 }
 
 std::optional<ExpandedSweep> ExpandSweep(const ParsedSpec& spec, std::string_view spec_yaml,
-                                         SpecErrors* errors) {
+                                         SpecErrors* errors, const ScriptUploads* uploads) {
+  if (UsesScripts(spec)) {
+    return ExpandScriptSweep(spec, spec_yaml, uploads ? *uploads : ScriptUploads{}, errors);
+  }
   return SweepExpander(spec, errors).Expand(spec_yaml);
 }
 

@@ -6,12 +6,14 @@
 #define ABLATE_SERVER_SWEEP_SWEEP_EXPANDER_H_
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "server/core/code_snapshot.h"
 #include "server/core/model.h"
 #include "server/sweep/spec_errors.h"
 #include "server/sweep/spec_reader.h"
@@ -28,6 +30,8 @@ struct ExpandedSweep {
   Sweep sweep;
   std::vector<Variant> variants;
   std::vector<Run> runs;
+  // Script sweeps (script_expander.h): the code snapshots the variants name, by hash.
+  std::map<std::string, Snapshot> snapshots;
 };
 
 // "k1=v1,k2=v2": the name of a grid point, from (knob, value as written) pairs in key order.
@@ -39,9 +43,11 @@ nlohmann::json RunConfig(const Variant& variant, int seed);
 
 // Expands `spec` (read without errors). On failure adds every problem found to `errors` and
 // returns nullopt. `spec_yaml` is kept verbatim in the sweep. Deterministic: the same spec gives
-// the same output, byte for byte.
+// the same output, byte for byte. A spec with script keys expands by ExpandScriptSweep with
+// `uploads` (none when null).
 std::optional<ExpandedSweep> ExpandSweep(const ParsedSpec& spec, std::string_view spec_yaml,
-                                         SpecErrors* errors);
+                                         SpecErrors* errors,
+                                         const ScriptUploads* uploads = nullptr);
 
 }  // namespace ablate
 

@@ -14,6 +14,12 @@ namespace ablate {
 
 absl::StatusOr<ExpandedSweep> ParseSweepSpec(std::string_view yaml_text,
                                              std::string_view file_name) {
+  return ParseSweepSpec(yaml_text, file_name, ScriptUploads{});
+}
+
+absl::StatusOr<ExpandedSweep> ParseSweepSpec(std::string_view yaml_text,
+                                             std::string_view file_name,
+                                             const ScriptUploads& uploads) {
   SpecErrors errors(file_name, yaml_text);
   if (!PrescanSpec(yaml_text, &errors)) return errors.ToStatus();
   std::optional<YAML::Node> root = LoadSpecDocument(yaml_text, &errors);
@@ -21,7 +27,7 @@ absl::StatusOr<ExpandedSweep> ParseSweepSpec(std::string_view yaml_text,
   try {
     ParsedSpec spec = ReadSpec(*root, &errors);
     if (!errors.empty()) return errors.ToStatus();
-    std::optional<ExpandedSweep> expanded = ExpandSweep(spec, yaml_text, &errors);
+    std::optional<ExpandedSweep> expanded = ExpandSweep(spec, yaml_text, &errors, &uploads);
     if (!expanded) return errors.ToStatus();
     return std::move(*expanded);
   } catch (const YAML::Exception& e) {

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "server/sweep/script_spec.h"
 #include "server/sweep/spec_prescan.h"    // kMaxSpecBytes, kMaxSpecDepth
 #include "server/sweep/sweep_expander.h"  // ExpandedSweep, FormatVariantName, RunConfig
 
@@ -41,6 +42,11 @@ namespace ablate {
 // Thread-safe (no shared state). The result's Sweep holds `yaml_text` verbatim; every id is 0.
 absl::StatusOr<ExpandedSweep> ParseSweepSpec(std::string_view yaml_text,
                                              std::string_view file_name);
+// The same for a spec that may name scripts (script_spec.h): their files come in `uploads`, and
+// their snapshots in the result's `snapshots`.
+absl::StatusOr<ExpandedSweep> ParseSweepSpec(std::string_view yaml_text,
+                                             std::string_view file_name,
+                                             const ScriptUploads& uploads);
 
 }  // namespace ablate
 

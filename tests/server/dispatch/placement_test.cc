@@ -89,5 +89,29 @@ TEST(Placement, GangTakesWholeIdleNodesAllOrNothing) {
   EXPECT_EQ(p.waiting.at(2), "waiting for 16 free GPUs");
 }
 
+// Script runs (issue 14) go only to nodes started with --allow-scripts; others keep their runs
+// but never take a script, and a script with nowhere to go says why.
+TEST(Placement, ScriptRunsOnlyOnNodesThatAllowScripts) {
+  PlanInput in;
+  in.nodes = {Node("plain", 0, 2), Node("scripts", 0, 1)};
+  in.nodes[1].allow_scripts = true;
+  QueuedRun s1 = R(1, 0), s2 = R(2, 0), plain = R(3, 0);
+  s1.script = s2.script = true;
+  in.queue = {s1, s2, plain};
+  Plan p = PlanAssignments(in);
+  ASSERT_EQ(Placed(p), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(p.placements[0].nodes[0].worker_id, "scripts");
+  EXPECT_EQ(p.placements[1].nodes[0].worker_id, "plain");
+  EXPECT_EQ(p.waiting.at(2), "waiting for a free CPU slot");
+
+  in.nodes = {Node("plain", 0, 2)};
+  in.queue = {s1};
+  p = PlanAssignments(in);
+  EXPECT_TRUE(p.placements.empty());
+  EXPECT_EQ(p.waiting.at(1),
+            "no connected worker with dataset 'd' runs scripts (start ablate-worker with "
+            "--allow-scripts)");
+}
+
 }  // namespace
 }  // namespace ablate

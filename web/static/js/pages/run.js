@@ -2,7 +2,7 @@
 // attempts, the trainer's stderr tail and the run's events.
 import {getJson, live, mergePoints, num} from '../api.js';
 import {drawChart, followWidth, xy} from '../chart.js';
-import {badge, fill, fmtDuration, fmtLoss, fmtTime, h, stateName, table} from '../dom.js';
+import {badge, diffLines, fill, fmtDuration, fmtLoss, fmtTime, h, stateName, table} from '../dom.js';
 
 function summary(run, sweep) {
   const s = run.summary ?? {};
@@ -40,6 +40,26 @@ function configDiff(run, baseline) {
         : table(['knob', 'baseline', 'this run'], rows, {class: 'list', id: 'config-diff'}),
     h('details', {}, h('summary', {}, 'full config'),
       h('pre', {class: 'config'}, JSON.stringify(mine, null, 2))));
+}
+
+// A script run (issue 14): the snapshot it ran, by hash, and its variant's changes against the
+// baseline, with the unified diff of a changed script.
+function scriptSection(run, sweep) {
+  let config = {};
+  try { config = JSON.parse(run.config_json || '{}'); } catch { return null; }
+  const s = config.script;
+  if (!s || typeof s !== 'object') return null;
+  const variant = (sweep.variants ?? []).find((v) => String(v.id) === String(run.variant_id));
+  let diff = {};
+  try { diff = JSON.parse(variant?.diff_json || '{}'); } catch { /* shown as no diff */ }
+  return h('section', {id: 'script'}, h('h2', {}, 'Script'),
+    h('dl', {class: 'summary'},
+      h('dt', {}, 'script'), h('dd', {}, s.path ?? ''),
+      h('dt', {}, 'snapshot (sha256)'), h('dd', {id: 'script-hash'}, s.snapshot ?? ''),
+      h('dt', {}, 'launch'), h('dd', {}, s.launch ?? ''),
+      h('dt', {}, 'vs baseline'), h('dd', {id: 'script-changes'},
+        diffLines(variant?.diff_json).join('; ') || 'same as the baseline')),
+    diff.script?.diff ? h('pre', {class: 'log', id: 'script-diff'}, diff.script.diff) : null);
 }
 
 function attempts(run) {
@@ -93,7 +113,7 @@ export async function render(root, id) {
   fill(root, page.el.head,
     h('section', {}, h('h2', {}, 'Curves ', h('span', {class: 'muted small'}, page.el.count, ' points')),
       h('div', {class: 'charts'}, page.el.loss, page.el.steps)),
-    configDiff(run, baseline), page.el.attempts, h('section', {}, h('h2', {}, 'Events'), page.el.events));
+    configDiff(run, baseline), scriptSection(run, sweep), page.el.attempts, h('section', {}, h('h2', {}, 'Events'), page.el.events));
   followWidth(root);
   const key = num(run.id);
   const apply = (p) => {

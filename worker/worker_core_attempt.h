@@ -1,0 +1,48 @@
+// WorkerCore's record of one attempt, shared by worker_core.cc and worker_core_scripts.cc.
+// Internal to the worker core; not part of its interface.
+#ifndef ABLATE_WORKER_WORKER_CORE_ATTEMPT_H_
+#define ABLATE_WORKER_WORKER_CORE_ATTEMPT_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "worker/worker_core.h"
+
+namespace ablate::worker {
+
+// Every node of a multi-node attempt trains the same all-reduced model and emits the same points,
+// but the coordinator keeps one curve per attempt, deduplicated by (attempt, seq): only node 0's
+// worker sends them. The others keep theirs in the run folder (events.jsonl).
+inline bool ReportsMetrics(const v1::Assignment& a) {
+  return a.num_nodes() <= 1 || a.node_rank() == 0;
+}
+
+struct WorkerCore::Attempt {
+  Attempt(const v1::Assignment& as, BatcherOptions batching)
+      : assignment(as), reports_metrics(ReportsMetrics(as)), batcher(batching) {}
+  ~Attempt() {
+    if (starter.joinable()) starter.join();
+  }
+  const v1::Assignment assignment;
+  const bool reports_metrics;  // false: the points stay in the run folder, no MetricBatch
+  std::unique_ptr<RunSupervisor> supervisor;
+  absl::Mutex batch_mu;
+  Batcher batcher ABSL_GUARDED_BY(batch_mu);
+  bool finished ABSL_GUARDED_BY(batch_mu) = false;
+  bool stale = false;  // guarded by WorkerCore::mu_
+  bool id_sent = false;  // node 0 of a multi-node attempt: NcclId sent; guarded by WorkerCore::mu_
+  // Script runs (worker_core_scripts.cc); guarded by WorkerCore::mu_ unless said otherwise.
+  bool script = false;  // set before the attempt is shared
+  bool starting = false;  // the starter thread has not handed over to the supervisor yet
+  bool start_cancelled = false;
+  std::chrono::milliseconds cancel_grace{0};
+  std::optional<std::pair<std::string, int>> rendezvous;  // torch master address and port
+  std::thread starter;  // joined by Shutdown or the destructor
+};
+
+}  // namespace ablate::worker
+
+#endif  // ABLATE_WORKER_WORKER_CORE_ATTEMPT_H_
