@@ -23,6 +23,8 @@
 #include "server/rpc/ablate_service.h"
 #include "server/rpc/token_auth.h"
 #include "server/rpc/worker_service.h"
+#include "server/store/data_dir_lock.h"
+#include "server/store/database_file.h"
 #include "server/store/store.h"
 
 namespace ablate {
@@ -155,6 +157,17 @@ int Serve(const Flags& f) {
               << "\n";
     return 1;
   }
+  // Held until Serve returns (or the kernel drops it when the process dies).
+  absl::StatusOr<std::unique_ptr<DataDirLock>> lock = DataDirLock::Acquire(dir);
+  if (!lock.ok()) {
+    std::cerr << "ablate-coordinator: " << lock.status().message() << "\n";
+    return 1;
+  }
+  // Before anything opens it for writing: a damaged file is refused, never migrated or written.
+  if (absl::Status s = CheckDatabaseFile(dir + "/ablate.db"); !s.ok()) {
+    std::cerr << "ablate-coordinator: " << s.message() << "\n";
+    return 1;
+  }
   absl::StatusOr<std::unique_ptr<Store>> store =
       Store::Open(dir + "/ablate.db", CoordinatorStoreOptions());
   if (!store.ok()) {
@@ -216,6 +229,25 @@ int Serve(const Flags& f) {
   return 0;
 }
 
+struct BackupFlags {
+  std::string data_dir;
+  std::string to;
+};
+
+// `ablate-coordinator backup`: an online copy of the data dir's database, safe while a
+// coordinator serves it. Exit codes as the serve command's: 0 ok, 1 failed.
+int Backup(const BackupFlags& f) {
+  std::string from = (f.data_dir.empty() ? DefaultDataDir() : f.data_dir) + "/ablate.db";
+  absl::StatusOr<BackupStats> stats = BackupDatabase(from, f.to);
+  if (!stats.ok()) {
+    std::cerr << "ablate-coordinator backup: " << stats.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "ablate-coordinator backup: " << from << " -> " << f.to << " (" << stats->pages
+            << " pages, " << stats->bytes << " bytes, integrity_check ok)" << std::endl;
+  return 0;
+}
+
 }  // namespace
 }  // namespace ablate
 
@@ -262,10 +294,21 @@ int main(int argc, char** argv) {
                  "SIGTERM to SIGKILL delay when a run is cancelled")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  ablate::BackupFlags backup_flags;
+  CLI::App* backup = app.add_subcommand(
+      "backup",
+      "copy the database consistently while a coordinator may be running (SQLite online "
+      "backup), check the copy with PRAGMA integrity_check, then rename it into place.\n"
+      "Example: ablate-coordinator backup --data-dir /srv/ablate --to /backup/ablate-$(date +%F).db");
+  backup->add_option("--data-dir", backup_flags.data_dir,
+                     "directory of ablate.db (default as for serving)");
+  backup->add_option("--to", backup_flags.to, "file to write the copy to (replaced atomically)")
+      ->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (backup->parsed()) return ablate::Backup(backup_flags);
   return ablate::Serve(f);
 }
