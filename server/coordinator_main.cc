@@ -40,6 +40,7 @@ struct Flags {
   std::string port_file;
   std::string http = "127.0.0.1:8080";  // "off" = no dashboard
   std::string http_port_file;
+  bool http_insecure = false;
   std::string web_root;
   int64_t lease_ms = 10000;
   int64_t heartbeat_ms = 1000;
@@ -112,6 +113,9 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
   DashboardOptions options;
   options.listen = f.http;
   options.client_token = client_token;
+  options.tls_cert_file = f.tls_cert;  // HTTPS with the gRPC certificate
+  options.tls_key_file = f.tls_key;
+  options.insecure = f.http_insecure;
   std::vector<std::string> roots = {f.web_root};
   if (f.web_root.empty()) {
     roots = DefaultWebRoots(std::filesystem::read_symlink("/proc/self/exe").string(),
@@ -132,8 +136,8 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
   absl::StatusOr<std::unique_ptr<DashboardServer>> server =
       DashboardServer::Start(options, store, feed, hooks);
   if (!server.ok()) return server.status();
-  std::cout << "ablate-coordinator dashboard on http://" << (*server)->host() << ":"
-            << (*server)->port() << "/" << std::endl;
+  std::cout << "ablate-coordinator dashboard on " << (*server)->scheme() << "://"
+            << (*server)->host() << ":" << (*server)->port() << "/" << std::endl;
   WritePortFile(f.http_port_file, (*server)->port());
   return server;
 }
@@ -271,13 +275,18 @@ int main(int argc, char** argv) {
                  "file holding the token clients must present (default: none required)");
   app.add_option("--worker-token-file", f.worker_token_file,
                  "file holding the token workers must present (default: none required)");
-  app.add_option("--tls-cert", f.tls_cert, "PEM certificate: serve TLS (needs --tls-key)");
+  app.add_option("--tls-cert", f.tls_cert,
+                 "PEM certificate: serve gRPC over TLS and the dashboard over HTTPS (needs "
+                 "--tls-key)");
   app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert");
   app.add_option("--port-file", f.port_file, "write the bound port here once listening");
   app.add_option("--http", f.http,
                  "HOST:PORT of the web dashboard and its JSON API; port 0 picks a free one; "
                  "'off' serves none")
       ->capture_default_str();
+  app.add_flag("--http-insecure", f.http_insecure,
+               "allow --http on a non-loopback address without --client-token-file (anyone who "
+               "can reach the port sees and changes every sweep)");
   app.add_option("--http-port-file", f.http_port_file,
                  "write the dashboard's bound port here once listening");
   app.add_option("--web-root", f.web_root,
