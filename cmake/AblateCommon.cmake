@@ -46,6 +46,9 @@ else()
   set(ABLATE_WERROR_FLAG "")
 endif()
 function(ablate_warnings target)
+  if(ABLATE_FUZZ)
+    return()
+  endif()
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra ${ABLATE_WERROR_FLAG}>
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
@@ -57,6 +60,16 @@ if(ABLATE_SANITIZE STREQUAL "address")
 elseif(ABLATE_SANITIZE STREQUAL "thread")
   add_compile_options(-fsanitize=thread)
   add_link_options(-fsanitize=thread)
+endif()
+
+# Fuzzing (tests/fuzz, bench/fuzz/run.sh), with clang: every library instrumented for libFuzzer's
+# coverage and built with ASan+UBSan; the fuzz_* binaries link libFuzzer itself. Clang's warnings
+# differ from GCC's, so they do not fail this build.
+option(ABLATE_FUZZ "Build the libFuzzer targets (clang only)" OFF)
+if(ABLATE_FUZZ)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address,undefined>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=address,undefined)
 endif()
 
 # nlohmann/json: the Debian package's CMake config, or a header directory carried to the machine

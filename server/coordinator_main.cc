@@ -23,6 +23,8 @@
 #include "server/rpc/ablate_service.h"
 #include "server/rpc/token_auth.h"
 #include "server/rpc/worker_service.h"
+#include "server/store/data_dir_lock.h"
+#include "server/store/database_file.h"
 #include "server/store/store.h"
 
 namespace ablate {
@@ -38,6 +40,7 @@ struct Flags {
   std::string port_file;
   std::string http = "127.0.0.1:8080";  // "off" = no dashboard
   std::string http_port_file;
+  bool http_insecure = false;
   std::string web_root;
   int64_t lease_ms = 10000;
   int64_t heartbeat_ms = 1000;
@@ -110,6 +113,9 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
   DashboardOptions options;
   options.listen = f.http;
   options.client_token = client_token;
+  options.tls_cert_file = f.tls_cert;  // HTTPS with the gRPC certificate
+  options.tls_key_file = f.tls_key;
+  options.insecure = f.http_insecure;
   std::vector<std::string> roots = {f.web_root};
   if (f.web_root.empty()) {
     roots = DefaultWebRoots(std::filesystem::read_symlink("/proc/self/exe").string(),
@@ -130,8 +136,8 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
   absl::StatusOr<std::unique_ptr<DashboardServer>> server =
       DashboardServer::Start(options, store, feed, hooks);
   if (!server.ok()) return server.status();
-  std::cout << "ablate-coordinator dashboard on http://" << (*server)->host() << ":"
-            << (*server)->port() << "/" << std::endl;
+  std::cout << "ablate-coordinator dashboard on " << (*server)->scheme() << "://"
+            << (*server)->host() << ":" << (*server)->port() << "/" << std::endl;
   WritePortFile(f.http_port_file, (*server)->port());
   return server;
 }
@@ -153,6 +159,17 @@ int Serve(const Flags& f) {
   if (ec) {
     std::cerr << "ablate-coordinator: cannot create data dir " << dir << ": " << ec.message()
               << "\n";
+    return 1;
+  }
+  // Held until Serve returns (or the kernel drops it when the process dies).
+  absl::StatusOr<std::unique_ptr<DataDirLock>> lock = DataDirLock::Acquire(dir);
+  if (!lock.ok()) {
+    std::cerr << "ablate-coordinator: " << lock.status().message() << "\n";
+    return 1;
+  }
+  // Before anything opens it for writing: a damaged file is refused, never migrated or written.
+  if (absl::Status s = CheckDatabaseFile(dir + "/ablate.db"); !s.ok()) {
+    std::cerr << "ablate-coordinator: " << s.message() << "\n";
     return 1;
   }
   absl::StatusOr<std::unique_ptr<Store>> store =
@@ -218,6 +235,25 @@ int Serve(const Flags& f) {
   return 0;
 }
 
+struct BackupFlags {
+  std::string data_dir;
+  std::string to;
+};
+
+// `ablate-coordinator backup`: an online copy of the data dir's database, safe while a
+// coordinator serves it. Exit codes as the serve command's: 0 ok, 1 failed.
+int Backup(const BackupFlags& f) {
+  std::string from = (f.data_dir.empty() ? DefaultDataDir() : f.data_dir) + "/ablate.db";
+  absl::StatusOr<BackupStats> stats = BackupDatabase(from, f.to);
+  if (!stats.ok()) {
+    std::cerr << "ablate-coordinator backup: " << stats.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "ablate-coordinator backup: " << from << " -> " << f.to << " (" << stats->pages
+            << " pages, " << stats->bytes << " bytes, integrity_check ok)" << std::endl;
+  return 0;
+}
+
 }  // namespace
 }  // namespace ablate
 
@@ -241,13 +277,18 @@ int main(int argc, char** argv) {
                  "file holding the token clients must present (default: none required)");
   app.add_option("--worker-token-file", f.worker_token_file,
                  "file holding the token workers must present (default: none required)");
-  app.add_option("--tls-cert", f.tls_cert, "PEM certificate: serve TLS (needs --tls-key)");
+  app.add_option("--tls-cert", f.tls_cert,
+                 "PEM certificate: serve gRPC over TLS and the dashboard over HTTPS (needs "
+                 "--tls-key)");
   app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert");
   app.add_option("--port-file", f.port_file, "write the bound port here once listening");
   app.add_option("--http", f.http,
                  "HOST:PORT of the web dashboard and its JSON API; port 0 picks a free one; "
                  "'off' serves none")
       ->capture_default_str();
+  app.add_flag("--http-insecure", f.http_insecure,
+               "allow --http on a non-loopback address without --client-token-file (anyone who "
+               "can reach the port sees and changes every sweep)");
   app.add_option("--http-port-file", f.http_port_file,
                  "write the dashboard's bound port here once listening");
   app.add_option("--web-root", f.web_root,
@@ -264,10 +305,21 @@ int main(int argc, char** argv) {
                  "SIGTERM to SIGKILL delay when a run is cancelled")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  ablate::BackupFlags backup_flags;
+  CLI::App* backup = app.add_subcommand(
+      "backup",
+      "copy the database consistently while a coordinator may be running (SQLite online "
+      "backup), check the copy with PRAGMA integrity_check, then rename it into place.\n"
+      "Example: ablate-coordinator backup --data-dir /srv/ablate --to /backup/ablate-$(date +%F).db");
+  backup->add_option("--data-dir", backup_flags.data_dir,
+                     "directory of ablate.db (default as for serving)");
+  backup->add_option("--to", backup_flags.to, "file to write the copy to (replaced atomically)")
+      ->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (backup->parsed()) return ablate::Backup(backup_flags);
   return ablate::Serve(f);
 }

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "server/core/worker_input.h"
+
 namespace ablate::worker {
 namespace {
 
@@ -363,6 +365,12 @@ RunResult RunSupervisor::BuildResult() {
   ExitVerdict verdict = ClassifyExit(facts);
   RunResult r{verdict.status, facts.exit_code, verdict.error, "", {}, started_};
   for (const std::string& line : stderr_tail_) r.stderr_tail += line + "\n";
+  // The coordinator refuses a result over its limits (server/core/worker_input.h): keep the end
+  // of the tail (where the failure is) and the start of the error.
+  if (r.stderr_tail.size() > kMaxStderrTailBytes) {
+    r.stderr_tail.erase(0, r.stderr_tail.size() - kMaxStderrTailBytes);
+  }
+  if (r.error.size() > kMaxErrorBytes) r.error.resize(kMaxErrorBytes);
   if (end_event_) {
     r.summary = SummaryFromEnd(*end_event_, untimed_steps_);
   } else if (last_step_) {  // no end event: what the steps told us

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <set>
 
+#include "server/core/worker_input.h"
 #include "server/rpc/convert.h"
 #include "trainer/config/knob_schema.h"
 
@@ -361,6 +362,13 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
     if (a.ok()) run_id = a->run_id;
   }
   if (run_id) {
+    absl::Status bad =
+        CheckMetricBatch(points, ConfiguredSteps(worker_id, msg.attempt_id(), *run_id));
+    if (!bad.ok()) {
+      return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(),
+                         "metric batch " + std::to_string(msg.seq()), bad,
+                         AckOf(msg.attempt_id(), msg.seq(), false));
+    }
     s = store_->AppendMetrics(*run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(), points)
             .status();
   }
@@ -387,6 +395,11 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string&
     RetireShare(worker_id, msg.attempt_id());
   } else {
     AttemptResult result = ResultOf(msg, node, worker_id);
+    absl::Status bad = CheckRunResult(msg.error(), msg.stderr_tail(), result.summary);
+    if (!bad.ok()) {
+      return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), "result", bad,
+                         AckOf(msg.attempt_id(), 0, true));
+    }
     absl::Status s = store_->FinishAttempt(msg.attempt_id(), msg.fencing_token(), result).status();
     if (!s.ok() && !RefusedForGood(s)) {
       std::cerr << "ablate-coordinator: result of attempt " << msg.attempt_id()

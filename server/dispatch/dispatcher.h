@@ -143,6 +143,10 @@ class Dispatcher {
     // Set when a reconnecting worker no longer runs the attempt: its RunFinished may still be
     // in the worker's outbox, so the attempt is lost only if nothing arrives by then.
     int64_t orphan_deadline_ms = 0;
+    // The run's configured steps, the bound on metric steps (dispatcher_input.cc); looked up
+    // once per share. nullopt while unknown or when the config does not say.
+    bool steps_known = false;
+    std::optional<int64_t> configured_steps = std::nullopt;
   };
   struct WorkerState {
     std::shared_ptr<WorkerSession> session;  // null while disconnected
@@ -186,6 +190,21 @@ class Dispatcher {
   // Workers whose lease ran out since the last call (each reported once per silence).
   std::vector<std::string> SilentWorkers(int64_t now);
   void SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg);
+
+  // Worker input checked before it is stored (dispatcher_input.cc, server/core/worker_input.h).
+  // The run's configured steps: from the worker's share when known, else from the store (and
+  // then remembered in the share).
+  std::optional<int64_t> ConfiguredSteps(const std::string& worker_id, int64_t attempt_id,
+                                         int64_t run_id);
+  // Refuses `what` ("metric batch 3", "result") that failed its check with `why`: a log line,
+  // the attempt fails with the reason if the worker holds it (the fencing token decides), its
+  // other nodes get Cancel, and the reply is `ack` plus a Cancel carrying the reason. Nothing
+  // of the input is stored.
+  std::vector<v1::CoordinatorMessage> RefuseInput(const std::string& worker_id,
+                                                  int64_t attempt_id, int64_t fencing_token,
+                                                  const std::string& what,
+                                                  const absl::Status& why,
+                                                  v1::CoordinatorMessage ack);
 
   Store* const store_;
   ChangeFeed* const feed_;

@@ -161,24 +161,37 @@ std::string UrlEncode(std::string_view text) {
 
 void AddAuthRoutes(httplib::Server& http, const RouteContext& ctx) {
   const std::string token = ctx.options->client_token;
+  const CookieTransport transport =
+      ctx.options->tls_cert_file.empty() ? CookieTransport::kHttp : CookieTransport::kHttps;
+  LoginThrottle* throttle = ctx.throttle;
   http.Get("/api/auth", [token](const httplib::Request& req, httplib::Response& res) {
     bool ok = RequestAuthorized(req.get_header_value("Authorization"),
                                 req.get_header_value("Cookie"), token);
     ReplyJson(res, absl::StrCat("{\"required\":", token.empty() ? "false" : "true",
                                 ",\"authorized\":", ok ? "true" : "false", "}"));
   });
-  http.Post("/api/login", [token](const httplib::Request& req, httplib::Response& res) {
+  http.Post("/api/login", [token, transport, throttle](const httplib::Request& req,
+                                                       httplib::Response& res) {
     std::string next = SafeNext(Param(req, "next"));
+    // An address that guessed wrong too often waits; its token is not even looked at.
+    if (int64_t wait_ms = throttle->WaitMs(req.remote_addr); wait_ms > 0) {
+      std::string wait_s = std::to_string((wait_ms + 999) / 1000);
+      res.set_header("Retry-After", wait_s);
+      res.set_redirect("/login?error=slow&wait=" + wait_s + "&next=" + UrlEncode(next), 303);
+      return;
+    }
     std::string given = Param(req, "token");
     if (token.empty() || ConstantTimeEquals(given, token)) {
-      if (!token.empty()) res.set_header("Set-Cookie", LoginCookie(token));
+      throttle->Succeeded(req.remote_addr);
+      if (!token.empty()) res.set_header("Set-Cookie", LoginCookie(token, transport));
       res.set_redirect(next, 303);
       return;
     }
+    throttle->Failed(req.remote_addr);
     res.set_redirect("/login?error=1&next=" + UrlEncode(next), 303);
   });
-  http.Post("/api/logout", [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Set-Cookie", LogoutCookie());
+  http.Post("/api/logout", [transport](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Set-Cookie", LogoutCookie(transport));
     res.set_redirect("/login", 303);
   });
 }

@@ -56,17 +56,35 @@ bool NeedsToken(const std::string& path) {
          path != "/api/logout";
 }
 
-void InstallChecks(httplib::Server& http, const DashboardOptions& options) {
+// A Bearer token from an address that guessed wrong too often is not even looked at (429).
+bool Throttled(const httplib::Request& req, httplib::Response& res, LoginThrottle& throttle) {
+  if (!BearerToken(req.get_header_value("Authorization"))) return false;
+  int64_t wait_ms = throttle.WaitMs(req.remote_addr);
+  if (wait_ms <= 0) return false;
+  res.set_header("Retry-After", std::to_string((wait_ms + 999) / 1000));
+  ReplyJson(res, absl::ResourceExhaustedError(absl::StrCat(
+                     "too many wrong client tokens from ", req.remote_addr, "; try again in ",
+                     (wait_ms + 999) / 1000, " s")));
+  res.status = 429;  // Too Many Requests: the code for "slow down", with Retry-After
+  return true;
+}
+
+void InstallChecks(httplib::Server& http, const DashboardOptions& options,
+                   LoginThrottle* throttle) {
   const std::string token = options.client_token;
-  http.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+  http.set_pre_routing_handler([token, throttle](const httplib::Request& req,
+                                                 httplib::Response& res) {
     if (absl::StartsWith(req.path, "/api/")) {
       res.set_header("X-Ablate-Now-Ms", std::to_string(NowMs()));
       res.set_header("Cache-Control", "no-store");
     }
-    if (!NeedsToken(req.path) || RequestAuthorized(req.get_header_value("Authorization"),
-                                                   req.get_header_value("Cookie"), token)) {
+    if (!NeedsToken(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    if (Throttled(req, res, *throttle)) return httplib::Server::HandlerResponse::Handled;
+    if (RequestAuthorized(req.get_header_value("Authorization"), req.get_header_value("Cookie"),
+                          token)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
+    if (BearerToken(req.get_header_value("Authorization"))) throttle->Failed(req.remote_addr);
     ReplyJson(res, absl::UnauthenticatedError(
                        "this coordinator requires its client token: send 'Authorization: Bearer "
                        "<token>' or log in at /login"));
@@ -98,15 +116,41 @@ void InstallChecks(httplib::Server& http, const DashboardOptions& options) {
                             {"Referrer-Policy", "no-referrer"}});
 }
 
+// A plain server, or an HTTPS one over the PEM files. INVALID_ARGUMENT when they cannot be used.
+absl::StatusOr<std::unique_ptr<httplib::Server>> NewServer(const DashboardOptions& o) {
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("TLS for the dashboard needs both a certificate and a key");
+  }
+  if (o.tls_cert_file.empty()) return std::make_unique<httplib::Server>();
+  auto https =
+      std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
+  if (!https->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot serve HTTPS with certificate ",
+                                                   o.tls_cert_file, " and key ", o.tls_key_file,
+                                                   " (unreadable, not PEM, or not a pair)"));
+  }
+  return https;
+}
+
+// Off loopback the API would hand every sweep to anyone who can reach the port.
+absl::Status CheckExposure(const HostPort& hp, const DashboardOptions& o) {
+  if (IsLoopbackHost(hp.host) || !o.client_token.empty() || o.insecure) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--http ", o.listen, " serves the dashboard beyond this machine without a client token: "
+      "give --client-token-file (and --tls-cert/--tls-key for HTTPS), listen on 127.0.0.1, or "
+      "pass --http-insecure to serve it to anyone who can reach the port"));
+}
+
 }  // namespace
 
 DashboardServer::DashboardServer(DashboardOptions options, Store* store, ChangeFeed* feed,
-                                 ServiceHooks hooks)
+                                 ServiceHooks hooks, std::unique_ptr<httplib::Server> http)
     : options_(std::move(options)),
       feed_(feed),
       queries_(
           std::make_unique<ApiQueries>(store, feed, std::move(hooks), options_.curve_cache_points)),
-      http_(std::make_unique<httplib::Server>()) {}
+      http_(std::move(http)),
+      throttle_(options_.login_throttle) {}
 
 absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(DashboardOptions options,
                                                                         Store* store,
@@ -114,14 +158,18 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
                                                                         ServiceHooks hooks) {
   absl::StatusOr<HostPort> hp = ParseListen(options.listen);
   if (!hp.ok()) return hp.status();
-  std::unique_ptr<DashboardServer> server(
-      new DashboardServer(std::move(options), store, feed, std::move(hooks)));
+  if (absl::Status s = CheckExposure(*hp, options); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<httplib::Server>> http_server = NewServer(options);
+  if (!http_server.ok()) return http_server.status();
+  std::unique_ptr<DashboardServer> server(new DashboardServer(
+      std::move(options), store, feed, std::move(hooks), *std::move(http_server)));
   httplib::Server& http = *server->http_;
   const int threads = server->options_.max_live_streams + 16;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  InstallChecks(http, server->options_);
-  RouteContext ctx{server->queries_.get(), feed, &server->options_, &server->stopping_,
-                   &server->live_streams_};
+  InstallChecks(http, server->options_, &server->throttle_);
+  RouteContext ctx{server->queries_.get(), feed,
+                   &server->options_,     &server->stopping_,
+                   &server->live_streams_, &server->throttle_};
   AddApiRoutes(http, ctx);
   AddLiveRoutes(http, ctx);
   AddPageRoutes(http, ctx);

@@ -36,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/core/change_feed.h"
+#include "server/http/login_throttle.h"
 #include "server/rpc/ablate_service.h"
 #include "server/store/store.h"
 
@@ -54,6 +55,14 @@ struct DashboardOptions {
   std::string web_root;
   // The client token the API requires; "" requires none.
   std::string client_token;
+  // PEM files: serve HTTPS (the gRPC --tls-cert/--tls-key). Both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Serve beyond loopback without a client token (--http-insecure). Without it, Start refuses a
+  // non-loopback address when client_token is "".
+  bool insecure = false;
+  // Slowing down of wrong tokens per client address (login form and Bearer headers).
+  LoginThrottleOptions login_throttle;
   // Live streams open at once; more are answered 503 so that API requests keep their threads.
   int max_live_streams = 32;
   // A live stream polls at most this often, and at least every second.
@@ -68,7 +77,9 @@ class DashboardServer {
  public:
   // Binds `options.listen` and serves on threads of its own. `store` and `feed` must outlive the
   // server; `hooks` are the gRPC client service's (see ApiQueries). INVALID_ARGUMENT for a
-  // malformed address, UNAVAILABLE when it cannot be bound (in use, no such interface).
+  // malformed address or unreadable TLS files, FAILED_PRECONDITION for a non-loopback address
+  // without a client token (unless `insecure`), UNAVAILABLE when it cannot be bound (in use, no
+  // such interface).
   static absl::StatusOr<std::unique_ptr<DashboardServer>> Start(DashboardOptions options,
                                                                 Store* store, ChangeFeed* feed,
                                                                 ServiceHooks hooks);
@@ -78,6 +89,8 @@ class DashboardServer {
 
   // The bound port (the chosen one for port 0).
   int port() const { return port_; }
+  // "https" with TLS files, else "http".
+  const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
   const std::string& host() const { return host_; }
 
   // Ends live streams (within one poll interval; at once when the ChangeFeed is closed), stops
@@ -85,12 +98,14 @@ class DashboardServer {
   void Stop();
 
  private:
-  DashboardServer(DashboardOptions options, Store* store, ChangeFeed* feed, ServiceHooks hooks);
+  DashboardServer(DashboardOptions options, Store* store, ChangeFeed* feed, ServiceHooks hooks,
+                  std::unique_ptr<httplib::Server> http);
 
   const DashboardOptions options_;
   ChangeFeed* const feed_;
   std::unique_ptr<ApiQueries> queries_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<httplib::Server> http_;  // an httplib::SSLServer with TLS files
+  LoginThrottle throttle_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> live_streams_{0};
   std::string host_;

@@ -34,11 +34,13 @@ std::string Hex(std::string_view s) {
 
 }  // namespace
 
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
+bool ConstantTimeEquals(std::string_view given, std::string_view expected) {
+  // Every byte of `expected` is compared whatever `given` is: no early exit on a wrong length
+  // or a wrong first byte.
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
+    diff |= g ^ static_cast<unsigned char>(expected[i]);
   }
   return diff == 0;
 }
@@ -73,12 +75,18 @@ bool RequestAuthorized(std::string_view authorization, std::string_view cookie_h
   return cookie && ConstantTimeEquals(*cookie, Hex(expected));
 }
 
-std::string LoginCookie(std::string_view token) {
-  return std::string(kTokenCookie) + "=" + Hex(token) + "; Path=/; HttpOnly; SameSite=Strict";
+std::string LoginCookie(std::string_view token, CookieTransport transport) {
+  return std::string(kTokenCookie) + "=" + Hex(token) + "; Path=/; HttpOnly; SameSite=Strict" +
+         (transport == CookieTransport::kHttps ? "; Secure" : "");
 }
 
-std::string LogoutCookie() {
-  return std::string(kTokenCookie) + "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0";
+std::string LogoutCookie(CookieTransport transport) {
+  return std::string(kTokenCookie) + "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" +
+         (transport == CookieTransport::kHttps ? "; Secure" : "");
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
 }
 
 }  // namespace ablate

@@ -13,9 +13,9 @@ namespace ablate {
 
 inline constexpr std::string_view kTokenCookie = "ablate_token";
 
-// Compares in time that depends only on the lengths, so a wrong guess reveals nothing of where it
-// went wrong.
-bool ConstantTimeEquals(std::string_view a, std::string_view b);
+// Compares in time that depends only on the length of `expected`, so a wrong guess reveals
+// nothing of where it went wrong, not even whether its length was right.
+bool ConstantTimeEquals(std::string_view given, std::string_view expected);
 
 // The token of an `Authorization: Bearer <token>` header value; nullopt for any other scheme.
 std::optional<std::string_view> BearerToken(std::string_view authorization);
@@ -27,10 +27,18 @@ std::optional<std::string_view> CookieValue(std::string_view cookie_header, std:
 bool RequestAuthorized(std::string_view authorization, std::string_view cookie_header,
                        std::string_view expected);
 
+// Whether the dashboard is served over HTTPS: its cookie is then Secure (never sent in clear).
+enum class CookieTransport { kHttp, kHttps };
+
 // Set-Cookie values that store the token (hex-encoded) for the browser session / remove it.
-// The cookie is HttpOnly (page scripts never see it) and SameSite=Strict (no cross-site use).
-std::string LoginCookie(std::string_view token);
-std::string LogoutCookie();
+// The cookie is HttpOnly (page scripts never see it), SameSite=Strict (no cross-site use), and
+// Secure under HTTPS.
+std::string LoginCookie(std::string_view token, CookieTransport transport = CookieTransport::kHttp);
+std::string LogoutCookie(CookieTransport transport = CookieTransport::kHttp);
+
+// Whether a listen host reaches this machine only: "localhost", "::1" or 127.x.x.x. Anything
+// else ("0.0.0.0", "::", a name or an interface address) may be reached from the network.
+bool IsLoopbackHost(std::string_view host);
 
 }  // namespace ablate
 

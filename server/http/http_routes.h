@@ -24,6 +24,7 @@ struct RouteContext {
   const DashboardOptions* options = nullptr;
   const std::atomic<bool>* stopping = nullptr;
   std::atomic<int>* live_streams = nullptr;
+  LoginThrottle* throttle = nullptr;
 };
 
 // /api/* except the live streams: JSON queries, auth and login.

@@ -55,6 +55,8 @@ class Connection {
   // False in autocommit mode, i.e. outside BEGIN ... COMMIT.
   bool InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
   const std::string& filename() const { return filename_; }
+  // The raw handle, for SQLite APIs this class does not wrap (the online backup).
+  sqlite3* handle() const { return db_; }
 
  private:
   // Lets the cache be searched by string_view without building a std::string.

@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <iostream>
 #include <span>
 #include <unordered_map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/store/absl_compat.h"
@@ -197,7 +199,28 @@ absl::Status Store::ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) cons
 }
 
 absl::Status Store::WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn) {
-  return writer_->Write([&fn](Connection& c) { return fn(c); });
+  absl::Status s = writer_->Write([&fn](Connection& c) { return fn(c); });
+  if (s.code() != absl::StatusCode::kResourceExhausted ||
+      !absl::StrContains(s.message(), "disk is full")) {
+    return s;
+  }
+  return DiskFull(s);
+}
+
+absl::Status Store::DiskFull(const absl::Status& s) {
+  std::string dir = path_.substr(0, path_.find_last_of('/') == std::string::npos
+                                        ? 0
+                                        : path_.find_last_of('/'));
+  absl::Status full = absl::ResourceExhaustedError(absl::StrCat(
+      "no space left in data dir ", dir.empty() ? "." : dir, " (", s.message(),
+      "): nothing of this write was stored; reads go on, and writes resume once space is freed"));
+  // The operator must hear of it even when no client is watching; once a minute is enough.
+  const TimestampMs now = Now();
+  TimestampMs last = last_disk_full_log_ms_.load();
+  if (now - last >= 60000 && last_disk_full_log_ms_.compare_exchange_strong(last, now)) {
+    std::cerr << "ablate-coordinator: " << full.message() << std::endl;
+  }
+  return full;
 }
 
 absl::StatusOr<int64_t> Store::CreateSweep(Sweep sweep, std::vector<Variant> variants,

@@ -4,6 +4,7 @@
 #ifndef ABLATE_SERVER_STORE_STORE_H_
 #define ABLATE_SERVER_STORE_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -228,8 +229,12 @@ class Store {
   TimestampMs Now() const;
   // Runs `fn` in a read transaction on a pooled reader connection.
   absl::Status ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) const;
-  // Runs `fn` on the writer thread inside a transaction; returns once it is committed.
+  // Runs `fn` on the writer thread inside a transaction; returns once it is committed. A full
+  // disk comes back as DiskFull's error.
   absl::Status WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn);
+  // RESOURCE_EXHAUSTED naming the data dir for SQLite's "database or disk is full", and a line on
+  // stderr at most once a minute.
+  absl::Status DiskFull(const absl::Status& sqlite_full);
 
   template <class T>
   absl::StatusOr<T> Read(absl::FunctionRef<absl::StatusOr<T>(Connection&)> fn) const {
@@ -257,6 +262,7 @@ class Store {
   const int schema_version_;
   std::unique_ptr<ConnectionPool> readers_;
   std::unique_ptr<Writer> writer_;  // destroyed first: drains writes before readers go
+  std::atomic<TimestampMs> last_disk_full_log_ms_{-60000};
 };
 
 }  // namespace ablate

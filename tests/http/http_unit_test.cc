@@ -8,6 +8,7 @@
 #include "server/http/curve_cache.h"
 #include "server/http/http_auth.h"
 #include "server/http/live_stream.h"
+#include "server/http/login_throttle.h"
 #include "server/http/metrics_json.h"
 #include "server/http/request_params.h"
 #include "server/store/downsample.h"
@@ -207,6 +208,74 @@ TEST_F(StoreFixture, LiveRunStreamAndUnknownIds) {
 
 TEST(SseTest, MessageFormat) {
   EXPECT_EQ(FormatSse({"run", "{\"a\":1}"}), "event: run\ndata: {\"a\":1}\n\n");
+}
+
+TEST(HttpAuthTest, ConstantTimeEqualsAndCookieFlags) {
+  EXPECT_TRUE(ConstantTimeEquals("s3cret", "s3cret"));
+  EXPECT_FALSE(ConstantTimeEquals("s3cre", "s3cret"));
+  EXPECT_FALSE(ConstantTimeEquals("s3cret!", "s3cret"));
+  EXPECT_FALSE(ConstantTimeEquals("", "s3cret"));
+  EXPECT_FALSE(ConstantTimeEquals(std::string("s3cret\0", 7), "s3cret"));
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_EQ(LoginCookie("t").find("Secure"), std::string::npos);
+  std::string https = LoginCookie("t", CookieTransport::kHttps);
+  for (const char* flag : {"; HttpOnly", "; SameSite=Strict", "; Secure"}) {
+    EXPECT_NE(https.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_NE(LogoutCookie(CookieTransport::kHttps).find("; Secure"), std::string::npos);
+}
+
+TEST(HttpAuthTest, LoopbackHosts) {
+  for (const char* h : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+    EXPECT_TRUE(IsLoopbackHost(h)) << h;
+  }
+  for (const char* h : {"0.0.0.0", "::", "10.0.0.7", "example.org", "1127.0.0.1", ""}) {
+    EXPECT_FALSE(IsLoopbackHost(h)) << h;
+  }
+}
+
+TEST(LoginThrottleTest, WaitsDoubleAfterFreeFailuresPerAddress) {
+  int64_t now = 1000;
+  LoginThrottleOptions o;
+  o.clock = [&now] { return now; };
+  LoginThrottle t(o);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(t.WaitMs("a"), 0);
+    t.Failed("a");
+  }
+  EXPECT_EQ(t.WaitMs("a"), 0) << "three free failures";
+  t.Failed("a");
+  EXPECT_EQ(t.WaitMs("a"), 1000);
+  EXPECT_EQ(t.WaitMs("b"), 0) << "per address";
+  now += 1000;
+  EXPECT_EQ(t.WaitMs("a"), 0);
+  t.Failed("a");
+  EXPECT_EQ(t.WaitMs("a"), 2000);
+  for (int i = 0; i < 20; ++i) t.Failed("a");
+  EXPECT_EQ(t.WaitMs("a"), 60000) << "capped";
+  t.Succeeded("a");
+  EXPECT_EQ(t.WaitMs("a"), 0);
+  // Idle addresses are forgotten: a later failure starts from zero again.
+  for (int i = 0; i < 4; ++i) t.Failed("c");
+  now += 200000;
+  t.Failed("d");
+  t.Failed("c");
+  EXPECT_EQ(t.WaitMs("c"), 0);
+}
+
+TEST(LoginThrottleTest, TracksABoundedNumberOfAddresses) {
+  int64_t now = 0;
+  LoginThrottleOptions o;
+  o.clock = [&now] { return now; };
+  o.max_addresses = 100;
+  o.free_failures = 0;
+  LoginThrottle t(o);
+  for (int i = 0; i < 1000; ++i) {
+    now += 1;
+    t.Failed("10.0.0." + std::to_string(i));
+  }
+  EXPECT_EQ(t.WaitMs("10.0.0.0"), 0) << "the oldest was forgotten";
+  EXPECT_GT(t.WaitMs("10.0.0.999"), 0);
 }
 
 }  // namespace

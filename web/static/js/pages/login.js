@@ -16,7 +16,9 @@ export async function render(root) {
   fill(root, h('h1', {}, 'Log in'),
     h('p', {}, 'This coordinator asks for its client token (the file given to ',
       h('code', {}, '--client-token-file'), ').'),
-    q.get('error') ? h('p', {class: 'error', id: 'login-error'}, 'That token is not the right one.') : null,
+    q.get('error') ? h('p', {class: 'error', id: 'login-error'}, q.get('error') === 'slow'
+      ? `Too many wrong tokens from this address: wait ${q.get('wait') || 'a few'} s, then try again.`
+      : 'That token is not the right one.') : null,
     h('form', {method: 'post', action: '/api/login', class: 'login'},
       h('input', {type: 'hidden', name: 'next', value: next}),
       h('label', {}, 'token ', h('input', {type: 'password', name: 'token', id: 'token',
