@@ -51,13 +51,17 @@ TEST(MigrationsTest, FreshDatabaseHasEveryTableAndTheLatestVersion) {
   }
   auto c = Connection::Open(path, ConnectionOptions{});
   auto rows = (*c)->Prepare("SELECT version, name, applied_ms FROM schema_migrations ORDER BY 1");
-  int expected = 1;
+  // Every embedded migration, in order (numbers are assigned per feature, so a branch may lack
+  // one between two others until it is merged).
+  auto embedded = EmbeddedMigrations();
+  size_t applied = 0;
   while (rows->Step().value_or(false)) {
-    EXPECT_EQ(rows->Int(0), expected++);
+    ASSERT_LT(applied, embedded.size());
+    EXPECT_EQ(rows->Int(0), embedded[applied++].version);
     EXPECT_FALSE(rows->Text(1).empty());
     EXPECT_GT(rows->Int(2), 0);
   }
-  EXPECT_EQ(expected, LatestVersion() + 1);
+  EXPECT_EQ(applied, embedded.size());
   auto mode = (*c)->Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(mode->Step().value_or(false));
   EXPECT_EQ(mode->Text(0), "wal");
