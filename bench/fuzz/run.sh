@@ -28,7 +28,7 @@ mkdir -p "$BUILD/logs"
 fuzz_one() {
   local name=$1
   mkdir -p "$BUILD/corpus/$name" "$BUILD/crashes/$name"
-  nice -n 19 "$BUILD/tests/fuzz/fuzz_$name" -max_total_time=$((MINUTES * 60)) -timeout=10 \
+  nice -n 19 "$BUILD/tests/fuzz/fuzz_$name" -max_total_time=$((MINUTES * 60)) -timeout=60 \
     -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$BUILD/crashes/$name/" \
     "$BUILD/corpus/$name" "$ROOT/tests/fuzz/corpus/$name" >"$BUILD/logs/$name.log" 2>&1 || true

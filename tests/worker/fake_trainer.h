@@ -2,7 +2,7 @@
 // JSON-lines events and exit codes, steered by a "fake" object in the config it is given.
 //   fake.steps (5), fake.val_every (2), fake.exit (0; 1 = failure, 3 = NaN), fake.hang (false:
 //   after the steps, wait for SIGTERM), fake.ignore_term (false), fake.stderr_lines (0),
-//   fake.step_sleep (0 s). It writes pid and env.json (argv, CUDA_VISIBLE_DEVICES) in its cwd.
+//   fake.step_sleep (0 s), fake.stderr_line_bytes (0: each stderr line padded to this length). It writes pid and env.json (argv, CUDA_VISIBLE_DEVICES) in its cwd.
 #ifndef ABLATE_TESTS_WORKER_FAKE_TRAINER_H_
 #define ABLATE_TESTS_WORKER_FAKE_TRAINER_H_
 
@@ -35,7 +35,10 @@ def end(status, steps, train_ms, final=None, ttt=None, tstep=None):
          target_step=tstep, steps=steps, train_ms=train_ms)
 emit(event="start", config=cfg, backend="cpu")
 for i in range(f.get("stderr_lines", 0)):
-    print("stderr line %d" % i, file=sys.stderr)
+    line = "stderr line %d" % i
+    if f.get("stderr_line_bytes"):
+        line = (line + " ").ljust(f["stderr_line_bytes"], ".")
+    print(line, file=sys.stderr)
 sys.stderr.flush()
 steps, val_every, train_ms = f.get("steps", 5), f.get("val_every", 2), 0.0
 for s in range(steps):

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "server/core/worker_input.h"
 #include "tests/util/subprocess.h"
 #include "tests/worker/fake_trainer.h"
 
@@ -164,6 +165,21 @@ TEST_F(RunSupervisorTest, KeepsTheLast200LinesOfStderr) {
   EXPECT_EQ(tail.rfind("stderr line 100\n", 0), 0u);
   EXPECT_NE(tail.find("stderr line 299\n"), std::string::npos);
   EXPECT_EQ(tail.find("stderr line 99\n"), std::string::npos);
+}
+
+// The coordinator refuses a result whose tail is over kMaxStderrTailBytes: the worker keeps the
+// tail's end within it.
+TEST_F(RunSupervisorTest, StderrTailStaysWithinTheCoordinatorsLimit) {
+  RunSupervisor sup(Spec({{"steps", 1}, {"stderr_lines", 300}, {"stderr_line_bytes", 1000}}),
+                    c_.Callbacks());
+  ASSERT_TRUE(sup.Start().ok());
+  ASSERT_TRUE(sup.Wait(seconds(20)));
+  std::lock_guard l(c_.mu);
+  const std::string& tail = c_.result->stderr_tail;
+  EXPECT_LE(tail.size(), kMaxStderrTailBytes);
+  EXPECT_GT(tail.size(), kMaxStderrTailBytes - 1001);
+  EXPECT_NE(tail.find("stderr line 299 ..."), std::string::npos);
+  EXPECT_EQ(tail.find("stderr line 200 "), std::string::npos);
 }
 
 TEST_F(RunSupervisorTest, SigtermCancels) {
