@@ -20,6 +20,7 @@ Typical session:
   ablate watch 1                                     # live progress until it finishes
   ablate runs --sweep 1 --state failed               # what went wrong
   ablate compare 1                                   # which ablation is faster, and is it real
+  ablate plan 1 --effect 1%                          # seeds needed to see a 1% change
   ablate --json sweep 1 | jq .variants               # scripts read JSON)";
 
 // Adds a required positional id (a sweep or run) to a subcommand.
@@ -106,6 +107,18 @@ int main(int argc, char** argv) {
       "records", "the speedrun's published records beside this cluster's runs of the presets");
   records->add_flag("--csv", csv, "print CSV");
   records->add_flag("--json", opts.json, "print JSON");
+  std::string plan_target, effect, sd;
+  CLI::App* plan = app.add_subcommand(
+      "plan", "seeds per variant needed to detect a change in time to target (80% power), and "
+              "the GPU-hours");
+  plan->add_option("SWEEP_OR_SPEC", plan_target,
+                   "a sweep id, or a spec file (its baseline's finished runs give the spread)")
+      ->required();
+  plan->add_option("--effect", effect, "the change to detect, e.g. 1% or 0.01")->required();
+  plan->add_option("--sd", sd,
+                   "run-to-run spread of time to target, e.g. 0.5% (default: from finished runs "
+                   "of the same baseline)");
+  plan->add_flag("--json", opts.json, "print JSON");
   CLI::App* export_cmd = app.add_subcommand(
       "export", "every run of a sweep with its summary and full curves (csv or jsonl)");
   AddId(export_cmd, &id, "sweep");
@@ -148,6 +161,7 @@ int main(int argc, char** argv) {
   if (workers->parsed()) return ablate::WorkersCommand(c);
   if (compare->parsed()) return ablate::CompareCommand(c, id, metric, csv);
   if (records->parsed()) return ablate::RecordsCommand(c, csv);
+  if (plan->parsed()) return ablate::PlanCommand(c, plan_target, effect, sd);
   if (export_cmd->parsed()) return ablate::ExportCommand(c, id, format, out_path);
   return ablate::kExitUsage;
 }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/script_upload.h"
+#include "cli/sweep_text.h"
 #include "cli/table.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
@@ -164,11 +165,13 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
     std::cout << "submitted sweep " << sw.id() << " '" << sw.name() << "': " << sw.variants_size()
               << " variants × " << sw.seeds() << " seeds = " << resp.runs_size() << " runs\n";
   }
+  for (const std::string& note : resp.notes()) std::cout << "note: " << note << "\n";
   Table t({"VARIANT", "HASH", "DIFF VS BASELINE"});
   for (const v1::Variant& v : sw.variants()) {
     t.AddRow({v.name(), v.config_hash().substr(0, 12), DiffSummary(v.diff_json())});
   }
   t.Print(std::cout);
+  PrintRunOrder(sw, std::cout);
   if (!dry_run) std::cout << "watch it with: ablate watch " << sw.id() << "\n";
   return kExitOk;
 }
@@ -226,8 +229,8 @@ int SweepCommand(Client& c, int64_t id) {
             << "  baseline: "
             << (sw.baseline_preset().empty() ? "(defaults)" : sw.baseline_preset()) << " at scale "
             << sw.scale() << ", dataset " << sw.dataset() << "\n"
-            << "  target val loss " << sw.target_val_loss() << ", " << sw.seeds()
-            << " seeds per variant, " << sw.gpus_per_run() << " GPUs per run (0 = CPU)\n"
+            << "  target val loss " << sw.target_val_loss() << ", " << SeedsText(sw)
+            << " per variant, " << sw.gpus_per_run() << " GPUs per run (0 = CPU)\n"
             << "  priority " << sw.priority() << ", max concurrent "
             << (sw.max_concurrent() ? std::to_string(sw.max_concurrent()) : "unlimited")
             << ", max attempts " << sw.max_attempts() << ", tags "
@@ -244,6 +247,7 @@ int SweepCommand(Client& c, int64_t id) {
               DiffSummary(v.diff_json())});
   }
   t.Print(std::cout);
+  PrintRunOrder(sw, std::cout);
   return kExitOk;
 }
 

@@ -26,6 +26,10 @@ int WorkersCommand(Client& c);
 // Statistics per variant against the baseline; metric is "time", "loss" or "both"
 // (compare_command.cc). Table, or CSV with `csv`, or JSON with --json.
 int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool csv);
+// Seeds needed to detect `effect` ("1%") in time to target with 80% power, from a sweep id or a
+// spec file; `sd` ("0.5%", optional) replaces the spread of finished runs (plan_command.cc).
+int PlanCommand(Client& c, const std::string& sweep_or_spec, const std::string& effect,
+                const std::string& sd);
 // Published records beside this cluster's runs of the record presets (records_command.cc).
 int RecordsCommand(Client& c, bool csv);
 // Every run's summary and full curve; format "csv" or "jsonl"; out_path "" or "-" = stdout

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,21 @@ std::string DeltaTimePercent(const v1::MetricDelta& d) {
 
 std::string HolmP(const v1::MetricDelta& d) { return d.has_p_holm() ? PValue(d.p_holm()) : "-"; }
 
+bool Significant(const std::string& verdict) {
+  return verdict == "fewer steps" || verdict == "more steps" || verdict == "faster steps" ||
+         verdict == "slower steps";
+}
+
+// Why the time differs: the significant parts of the steps / ms-per-step split ("fewer steps",
+// "fewer steps, slower steps"), "-" when neither is.
+std::string Why(const v1::VariantComparison& v) {
+  std::string out;
+  for (const v1::MetricDelta* d : {&v.steps_vs_baseline(), &v.step_ms_vs_baseline()}) {
+    if (Significant(d->verdict())) out += (out.empty() ? "" : ", ") + d->verdict();
+  }
+  return out.empty() ? "-" : out;
+}
+
 std::string Verdict(const v1::VariantComparison& v, Columns columns) {
   if (columns == Columns::kTime && v.has_time_vs_baseline()) return v.time_vs_baseline().verdict();
   if (columns == Columns::kLoss && v.has_loss_vs_baseline()) return v.loss_vs_baseline().verdict();
@@ -65,7 +81,8 @@ std::vector<std::string> Header(Columns columns, double target) {
     h.insert(h.end(), {"VAL LOSS (nats)", "Δ LOSS", "p (Holm)"});
   }
   if (columns != Columns::kLoss) {
-    h.insert(h.end(), {"TIME TO " + Fixed(target, 2) + " (s)", "Δ TIME", "p (Holm)", "MS/STEP"});
+    h.insert(h.end(), {"TIME TO " + Fixed(target, 2) + " (s)", "Δ TIME", "p (Holm)", "STEPS",
+                       "Δ STEPS", "MS/STEP", "Δ MS/STEP", "WHY"});
   }
   h.push_back("VERDICT");
   return h;
@@ -81,9 +98,10 @@ std::vector<std::string> Row(const v1::VariantComparison& v, Columns columns) {
   }
   if (columns != Columns::kLoss) {
     const v1::MetricDelta& d = v.time_vs_baseline();
-    const v1::SampleSummary& step = v.mean_step_ms();
     row.insert(row.end(), {MeanCi(v.time_to_target_ms(), 1e-3, 2), DeltaTimePercent(d), HolmP(d),
-                           step.has_mean() ? Fixed(step.mean(), 1) : "-"});
+                           MeanCi(v.steps_to_target(), 1, 0),
+                           DeltaTimePercent(v.steps_vs_baseline()), MeanCi(v.mean_step_ms(), 1, 1),
+                           DeltaTimePercent(v.step_ms_vs_baseline()), Why(v)});
   }
   row.push_back(Verdict(v, columns));
   return row;
@@ -105,6 +123,42 @@ void PrintRecordRule(const v1::CompareSweepResponse& r) {
   std::cout << "\n";
 }
 
+// Sequential seeds: where each ablation's stopping rule stands.
+void PrintSequential(const v1::CompareSweepResponse& r) {
+  const v1::Sweep& sw = r.sweep();
+  if (sw.seeds_min() == 0) return;
+  std::cout << "sequential seeds " << sw.seeds_min() << " to " << sw.seeds()
+            << ": a time verdict settles when Welch's p crosses its look's boundary "
+               "(server/stats/sequential_rule.h):";
+  std::string sep = " ";
+  for (const v1::VariantComparison& v : r.variants()) {
+    if (!v.has_sequential()) continue;
+    const v1::SequentialState& q = v.sequential();
+    std::cout << sep << v.name() << " " << q.verdict() << " at " << q.seeds() << " seeds";
+    if (q.has_p_value()) std::cout << " (p " << PValue(q.p_value()) << ")";
+    sep = "; ";
+  }
+  std::cout << "\n";
+}
+
+// Which nodes and hardware ran the sweep's runs, with counts ("laptop (cpu): 18 runs").
+void PrintNodes(const v1::CompareSweepResponse& r) {
+  std::map<std::string, int> runs;
+  for (const v1::VariantComparison& v : r.variants()) {
+    for (const v1::RunPlace& p : v.runs()) {
+      if (!p.worker_id().empty()) ++runs[p.worker_id() + " (" + p.hardware() + ")"];
+    }
+  }
+  if (runs.empty()) return;
+  std::cout << "ran on:";
+  std::string sep = " ";
+  for (const auto& [node, n] : runs) {
+    std::cout << sep << node << ": " << n << (n == 1 ? " run" : " runs");
+    sep = ", ";
+  }
+  std::cout << " (per run in --json: variants[].runs)\n";
+}
+
 void PrintNotes(const v1::CompareSweepResponse& r, Columns columns) {
   const std::string target = Fixed(r.sweep().target_val_loss(), 2);
   std::cout << "\nRUNS: succeeded runs / all runs of the variant (only succeeded runs enter the "
@@ -118,6 +172,15 @@ void PrintNotes(const v1::CompareSweepResponse& r, Columns columns) {
   std::cout << "± is the 95% Student-t CI; Δ is variant - baseline (negative is better); p is "
                "Welch's two-sided t-test, Holm-corrected across the ablations; fewer than 3 runs "
                "on a side is underpowered.\n";
+  if (columns != Columns::kLoss) {
+    std::cout << "Time to target = STEPS (the step of the first validation at or below "
+              << target
+              << ") x MS/STEP; WHY names the part that differs from the baseline (Holm p < "
+                 "0.05).\n";
+    PrintSequential(r);
+    std::cout << "confound check: " << r.confound().message() << "\n";
+  }
+  PrintNodes(r);
   if (columns != Columns::kTime) PrintRecordRule(r);
 }
 
@@ -155,7 +218,13 @@ constexpr const char* kCsvHeader =
     "time_mean_ms,time_ci_low_ms,time_ci_high_ms,"
     "time_diff_ms,time_diff_ci_low_ms,time_diff_ci_high_ms,time_diff_relative,time_p_welch,"
     "time_p_holm,time_p_paired,time_verdict,"
-    "mean_step_ms,record_rule_p,record_rule_passes,verdict\n";
+    "mean_step_ms,record_rule_p,record_rule_passes,verdict,"
+    "steps_mean,steps_ci_low,steps_ci_high,"
+    "steps_diff,steps_diff_ci_low,steps_diff_ci_high,steps_diff_relative,steps_p_welch,"
+    "steps_p_holm,steps_p_paired,steps_verdict,"
+    "step_ms_ci_low,step_ms_ci_high,"
+    "step_ms_diff,step_ms_diff_ci_low,step_ms_diff_ci_high,step_ms_diff_relative,step_ms_p_welch,"
+    "step_ms_p_holm,step_ms_p_paired,step_ms_verdict,confounded\n";
 
 void PrintCsv(const v1::CompareSweepResponse& r, Columns columns) {
   std::cout << kCsvHeader;
@@ -172,6 +241,14 @@ void PrintCsv(const v1::CompareSweepResponse& r, Columns columns) {
     cells.insert(cells.end(), {CsvNumber(v.mean_step_ms().has_mean(), v.mean_step_ms().mean()),
                                CsvNumber(rule.has_test(), rule.test().p_value()),
                                rule.passes() ? "true" : "false", CsvText(Verdict(v, columns))});
+    const std::vector<std::string> steps = SummaryCells(v.steps_to_target());
+    const std::vector<std::string> step_ms = SummaryCells(v.mean_step_ms());
+    for (const auto& part : {steps, DeltaCells(v.steps_vs_baseline()),
+                             std::vector<std::string>(step_ms.begin() + 1, step_ms.end()),
+                             DeltaCells(v.step_ms_vs_baseline())}) {
+      cells.insert(cells.end(), part.begin(), part.end());
+    }
+    cells.push_back(r.confound().confounded() ? "true" : "false");
     std::cout << CsvLine(cells);
   }
 }

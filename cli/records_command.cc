@@ -33,40 +33,68 @@ void PrintRecords(const v1::ListRecordsResponse& r) {
 
 std::string Seconds(bool has, double ms) { return has ? FormatDouble(ms / 1000.0, 2) : "-"; }
 
+std::vector<std::string> OwnRow(const v1::Record& rec, const v1::OwnRecordRuns& own) {
+  // A script baseline's runs of the record (issue 14) say so in the preset column.
+  return {rec.id(),
+          own.script() ? "(script)" : rec.preset(),
+          Seconds(true, rec.record_time_ms()),
+          own.scale(),
+          own.hardware(),
+          std::to_string(own.n()),
+          std::to_string(own.n_reached()) + "/" + std::to_string(own.n()),
+          Seconds(own.has_mean_time_to_target_ms(), own.mean_time_to_target_ms()),
+          own.has_mean_final_val_loss() ? FormatDouble(own.mean_final_val_loss(), 4) : "-"};
+}
+
+// Own runs in two sections: like for like with the published record (full scale, FineWeb, 3.28,
+// 8 GPUs of one model), with the ratio; and the rest, with why they are not comparable and no
+// ratio (a tiny CPU run is not 0.11x a speedrun record).
 void PrintOwnRuns(const v1::ListRecordsResponse& r) {
-  Table t({"#", "PRESET", "PUBLISHED (s)", "SCALE", "HARDWARE", "RUNS", "REACHED",
-           "TIME TO TARGET (s)", "VAL LOSS (nats)", "× PUBLISHED"});
+  Table like({"#", "PRESET", "PUBLISHED (s)", "SCALE", "HARDWARE", "RUNS", "REACHED",
+              "TIME TO TARGET (s)", "VAL LOSS (nats)", "× PUBLISHED"});
+  Table other({"#", "PRESET", "PUBLISHED (s)", "SCALE", "HARDWARE", "RUNS", "REACHED",
+               "TIME TO TARGET (s)", "VAL LOSS (nats)", "NOT LIKE THE RECORD"});
   for (const v1::RecordRow& row : r.records()) {
-    const v1::Record& rec = row.record();
     for (const v1::OwnRecordRuns& own : row.own_runs()) {
-      // A script baseline's runs of the record (issue 14) say so in the preset column.
-      t.AddRow({rec.id(), own.script() ? "(script)" : rec.preset(),
-                Seconds(true, rec.record_time_ms()), own.scale(),
-                own.hardware(), std::to_string(own.n()),
-                std::to_string(own.n_reached()) + "/" + std::to_string(own.n()),
-                Seconds(own.has_mean_time_to_target_ms(), own.mean_time_to_target_ms()),
-                own.has_mean_final_val_loss() ? FormatDouble(own.mean_final_val_loss(), 4) : "-",
-                own.has_ratio_to_published() ? FormatDouble(own.ratio_to_published(), 3) : "-"});
+      std::vector<std::string> cells = OwnRow(row.record(), own);
+      if (own.like_for_like()) {
+        cells.push_back(own.has_ratio_to_published()
+                            ? FormatDouble(own.ratio_to_published(), 3)
+                            : "-");
+        like.AddRow(cells);
+      } else {
+        cells.push_back(own.not_comparable());
+        other.AddRow(cells);
+      }
     }
   }
-  std::cout << "\nThis cluster's runs of the record presets (succeeded runs of the preset with no "
-               "change, by scale and hardware):\n";
-  if (t.empty()) {
-    std::cout << "none yet; submit a sweep whose baseline is a preset, e.g. "
-                 "baseline: {preset: r20-sub3min, scale: tiny}\n";
+  if (like.empty() && other.empty()) {
+    std::cout << "\nThis cluster's runs of the record presets: none yet; submit a sweep whose "
+                 "baseline is a preset, e.g. baseline: {preset: r20-sub3min, scale: tiny}\n";
     return;
   }
-  t.Print(std::cout);
-  std::cout << "TIME TO TARGET is the mean over the runs that reached the preset's target (runs "
-               "that never reached it are in RUNS, not in the mean); × PUBLISHED is that mean / "
-               "the published record time. Small and tiny scales train a smaller model on other "
-               "data, so their ratios are not speedrun times.\n";
+  std::cout << "\nThis cluster's runs of the record presets, like for like (full scale, FineWeb, "
+               "target 3.28, 8 GPUs of one model; succeeded runs of the unchanged preset):\n";
+  if (like.empty()) {
+    std::cout << "none\n";
+  } else {
+    like.Print(std::cout);
+    std::cout << "TIME TO TARGET is the mean over the runs that reached 3.28 (runs that never "
+                 "reached it are in RUNS, not in the mean); × PUBLISHED is that mean / the "
+                 "published record time.\n";
+  }
+  if (!other.empty()) {
+    std::cout << "\nOther runs of the record presets (other scale, data or hardware: not "
+                 "comparable with the published times, so no ratio):\n";
+    other.Print(std::cout);
+  }
 }
 
 constexpr const char* kCsvHeader =
     "id,number,date,record_time_ms,steps,ms_per_step,description,source,preset,"
     "own_scale,own_hardware,own_n,own_n_reached,own_mean_time_to_target_ms,"
-    "own_mean_final_val_loss,own_ratio_to_published\n";
+    "own_mean_final_val_loss,own_ratio_to_published,own_dataset,own_like_for_like,"
+    "own_not_comparable\n";
 
 std::vector<std::string> RecordCells(const v1::Record& rec) {
   return {CsvText(rec.id()),
@@ -87,7 +115,10 @@ std::vector<std::string> OwnCells(const v1::OwnRecordRuns& own) {
           std::to_string(own.n_reached()),
           CsvNumber(own.has_mean_time_to_target_ms(), own.mean_time_to_target_ms()),
           CsvNumber(own.has_mean_final_val_loss(), own.mean_final_val_loss()),
-          CsvNumber(own.has_ratio_to_published(), own.ratio_to_published())};
+          CsvNumber(own.has_ratio_to_published(), own.ratio_to_published()),
+          CsvText(own.dataset()),
+          own.like_for_like() ? "true" : "false",
+          CsvText(own.not_comparable())};
 }
 
 // One line per record, and one more per group of own runs (record columns repeated).

@@ -48,7 +48,13 @@ struct Sweep {
   std::string scale = "full";
   std::string dataset;
   double target_val_loss = 3.28;
-  int seeds = 1;
+  int seeds = 1;  // per variant; with sequential seeds the most (seeds_min .. seeds)
+  // Sequential seeds (server/stats/sequential_rule.h): 0 = a fixed `seeds` per variant; else
+  // every variant gets seeds_min seeds and then one more block at a time until its verdict is
+  // settled or it has `seeds`.
+  int seeds_min = 0;
+  // Seeds the blocked, shuffled dispatch order (server/core/run_order.h).
+  int64_t order_seed = 0;
   int gpus_per_run = 1;
   int priority = 0;
   int max_concurrent = 0;  // 0 = unlimited
@@ -75,7 +81,9 @@ struct Run {
   int64_t sweep_id = 0;
   int64_t variant_id = 0;
   std::string variant_name;
-  int seed = 0;
+  int seed = 0;  // also the run's block in the dispatch order
+  // Rank in the sweep's dispatch order (server/core/run_order.h); 0 for runs stored before it.
+  int64_t dispatch_order = 0;
   RunState state = RunState::kQueued;
   int attempts_used = 0;  // trainer failures counted against max_attempts
   int64_t current_attempt_id = 0;  // 0 when none

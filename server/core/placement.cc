@@ -46,6 +46,13 @@ std::optional<std::vector<NodeShare>> TakeGang(std::vector<NodeCapacity*>& fits,
 
 bool TakesScripts(const NodeCapacity& n, const QueuedRun& r) { return !r.script || n.allow_scripts; }
 
+// Nodes of `model` first, the others after, each in their previous order.
+void PreferModel(std::vector<NodeCapacity*>& nodes, const std::string& model) {
+  if (model.empty()) return;
+  std::stable_partition(nodes.begin(), nodes.end(),
+                        [&](const NodeCapacity* n) { return n->gpu_model == model; });
+}
+
 std::string WaitReason(const QueuedRun& r, bool any_dataset_node, bool any_script_node,
                        int max_node_gpus) {
   if (!any_dataset_node) {
@@ -66,7 +73,10 @@ std::string WaitReason(const QueuedRun& r, bool any_dataset_node, bool any_scrip
 
 Plan PlanAssignments(PlanInput in) {
   std::stable_sort(in.queue.begin(), in.queue.end(), [](const QueuedRun& a, const QueuedRun& b) {
-    return a.priority != b.priority ? a.priority > b.priority : a.run_id < b.run_id;
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.sweep_id != b.sweep_id) return a.sweep_id < b.sweep_id;
+    if (a.dispatch_order != b.dispatch_order) return a.dispatch_order < b.dispatch_order;
+    return a.run_id < b.run_id;
   });
   int max_node_gpus = 0;
   for (const NodeCapacity& n : in.nodes) max_node_gpus = std::max(max_node_gpus, n.total_gpus);
@@ -86,9 +96,15 @@ Plan PlanAssignments(PlanInput in) {
     }
     std::optional<std::vector<NodeShare>> shares;
     if (r.gpus_per_run <= max_node_gpus || r.gpus_per_run == 0) {
+      std::string* block_model = nullptr;
+      if (r.gpus_per_run > 0) {
+        block_model = &in.block_models[{r.sweep_id, r.block}];
+        PreferModel(fits, *block_model);
+      }
       for (NodeCapacity* n : fits) {
         if (std::optional<NodeShare> s = TakeOnNode(*n, r.gpus_per_run)) {
           shares = std::vector<NodeShare>{*s};
+          if (block_model && block_model->empty()) *block_model = n->gpu_model;
           break;
         }
       }

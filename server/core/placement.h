@@ -1,12 +1,18 @@
 // Where queued runs go: a pure function from the queue and the nodes' free capacity to a list of
 // placements. Knows nothing of gRPC or SQLite; the dispatcher feeds it and carries it out.
 //
-// Rules (DESIGN §4): runs are taken by priority (high first), then FIFO (submission order).
+// Rules (DESIGN §4, §7): runs are taken by priority (high first), then FIFO by sweep (lower sweep
+// id first), then by the run's rank in its sweep's blocked, shuffled dispatch order
+// (server/core/run_order.h), then run id. Block k of a sweep therefore never goes out ahead of
+// block k-1's queued runs: they need the same resources, so a later run never fits where an
+// earlier one of the same sweep did not.
 // A run needs gpus_per_run GPUs on one node, or — when it needs more than any single node has —
 // whole nodes all-or-nothing (gang scheduling; nodes[0] is rank 0). gpus_per_run 0 needs one
 // CPU slot. A node only takes runs whose dataset it has, and script runs only when it allows them. A sweep never has more than
 // max_concurrent runs assigned or running (0 = unlimited). A run that cannot be placed does not
-// block lower-priority runs that fit elsewhere (backfill).
+// block lower-priority runs that fit elsewhere (backfill). A single-node GPU run prefers nodes
+// whose GPU model is the one its block already runs on (PlanInput::block_models, and the first
+// placement of the block in this plan); it still goes elsewhere rather than wait.
 #ifndef ABLATE_SERVER_CORE_PLACEMENT_H_
 #define ABLATE_SERVER_CORE_PLACEMENT_H_
 
@@ -24,6 +30,7 @@ struct NodeCapacity {
   int free_cpu_slots = 0;
   std::vector<std::string> datasets;
   bool allow_scripts = false;  // started with --allow-scripts: takes script runs (issue 14)
+  std::string gpu_model;  // of the node's first GPU; "" for none
 };
 
 struct QueuedRun {
@@ -34,6 +41,8 @@ struct QueuedRun {
   std::string dataset;   // "" = any node
   int max_concurrent = 0;
   bool script = false;  // runs the researcher's script: only nodes with allow_scripts take it
+  int64_t dispatch_order = 0;  // rank in the sweep's dispatch order
+  int block = 0;               // the run's seed: block of the dispatch order
 };
 
 struct NodeShare {
@@ -50,6 +59,9 @@ struct PlanInput {
   std::vector<QueuedRun> queue;  // any order; PlanAssignments sorts
   std::vector<NodeCapacity> nodes;
   std::map<int64_t, int> active_per_sweep;  // runs assigned or running now
+  // GPU model of the nodes already running runs of a (sweep, block). A block's GPU runs prefer
+  // nodes of that model, so that the runs compared within a block ran on the same hardware.
+  std::map<std::pair<int64_t, int>, std::string> block_models;
 };
 
 struct Plan {

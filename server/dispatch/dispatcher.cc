@@ -112,7 +112,10 @@ absl::Status Dispatcher::Start() {
       WorkerState& w = workers_[a->worker_id];
       w.last_heartbeat_ms = now + options_.restart_grace_ms;  // lease + grace to reconnect
       // The store names node 0's worker; the gang's size comes with the first node's Hello.
-      w.attempts[a->id] = LiveAttempt{r.id, a->fencing_token, {}, GangNode{}, /*restored=*/true};
+      LiveAttempt& live = w.attempts[a->id];
+      live = LiveAttempt{r.id, a->fencing_token, {}, GangNode{}, /*restored=*/true};
+      live.sweep_id = r.sweep_id;
+      live.block = r.seed;
     }
   }
   loop_ = std::thread([this] { Loop(); });
@@ -204,6 +207,7 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     w.last_heartbeat_ms = Now();
     w.gpu_indices.clear();
     for (const v1::Gpu& g : hello.gpus()) w.gpu_indices.push_back(g.index());
+    w.gpu_model = hello.gpus().empty() ? "" : hello.gpus(0).model();
     w.cpu_slots = hello.cpu_slots();
     w.datasets = record.datasets;
     w.allow_scripts = hello.allow_scripts();
@@ -516,7 +520,7 @@ std::vector<NodeCapacity> Dispatcher::Capacity() const {
   for (const auto& [worker_id, w] : workers_) {
     if (!w.session || now - w.last_heartbeat_ms > options_.lease_ms) continue;
     NodeCapacity n{worker_id, static_cast<int>(w.gpu_indices.size()), w.gpu_indices, w.cpu_slots,
-                   w.datasets, w.allow_scripts};
+                   w.datasets, w.allow_scripts, w.gpu_model};
     for (const auto& [attempt_id, live] : w.attempts) {
       if (live.gpus.empty()) --n.free_cpu_slots;
       for (int g : live.gpus) std::erase(n.free_gpus, g);
@@ -526,7 +530,20 @@ std::vector<NodeCapacity> Dispatcher::Capacity() const {
   return nodes;
 }
 
-absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(std::map<int64_t, int>* active) {
+std::map<std::pair<int64_t, int>, std::string> Dispatcher::BlockModels() const {
+  std::map<std::pair<int64_t, int>, std::string> models;
+  for (const auto& [worker_id, w] : workers_) {
+    for (const auto& [attempt_id, live] : w.attempts) {
+      if (!live.gpus.empty() && live.sweep_id != 0 && !w.gpu_model.empty()) {
+        models[{live.sweep_id, live.block}] = w.gpu_model;
+      }
+    }
+  }
+  return models;
+}
+
+absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(
+    std::map<int64_t, int>* active, std::map<int64_t, std::string>* held) {
   RunFilter filter;
   filter.state = RunState::kQueued;
   absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
@@ -549,29 +566,47 @@ absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(std::map<int64_t, 
     }
     const Sweep& sw = it->second;
     queue.push_back({r.id, r.sweep_id, sw.priority, sw.gpus_per_run, sw.dataset,
-                     sw.max_concurrent, script_variants[r.sweep_id].count(r.variant_id) > 0});
+                     sw.max_concurrent, script_variants[r.sweep_id].count(r.variant_id) > 0,
+                     r.dispatch_order, r.seed});
+  }
+  for (const auto& [sweep_id, sw] : sweeps) {
+    if (sw.seeds_min == 0) continue;
+    absl::StatusOr<SequencedRuns> sequenced = sequencer_.Sequence(sw);
+    if (!sequenced.ok()) return sequenced.status();
+    if (sequenced->skipped > 0) feed_->Notify();
+    held->insert(sequenced->held.begin(), sequenced->held.end());
+    std::erase_if(queue, [&](const QueuedRun& q) {
+      return q.sweep_id == sweep_id && !sequenced->released.count(q.run_id);
+    });
   }
   return queue;
 }
 
 void Dispatcher::ScheduleOnce() {
   PlanInput in;
-  absl::StatusOr<std::vector<QueuedRun>> queue = QueuedRuns(&in.active_per_sweep);
+  std::map<int64_t, std::string> held;
+  absl::StatusOr<std::vector<QueuedRun>> queue = QueuedRuns(&in.active_per_sweep, &held);
   if (!queue.ok()) {
     std::cerr << "ablate-coordinator: scheduling skipped: " << queue.status().message()
               << std::endl;
     return;
   }
-  if (queue->empty()) return;
+  if (queue->empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = held;
+    return;
+  }
   in.queue = *std::move(queue);
   {
     std::lock_guard<std::mutex> lock(mu_);
     in.nodes = Capacity();
+    in.block_models = BlockModels();
   }
   Plan plan = PlanAssignments(std::move(in));
   {
     std::lock_guard<std::mutex> lock(mu_);
     waiting_ = plan.waiting;
+    waiting_.insert(held.begin(), held.end());
   }
   for (const Placement& p : plan.placements) Assign(p);
 }
@@ -602,8 +637,10 @@ void Dispatcher::Assign(const Placement& p) {
     const int num_nodes = static_cast<int>(p.nodes.size());
     for (int rank = 0; rank < num_nodes; ++rank) {
       const NodeShare& n = p.nodes[rank];
-      workers_[n.worker_id].attempts[attempt->id] =
-          LiveAttempt{p.run_id, attempt->fencing_token, n.gpus, GangNode{rank, num_nodes}};
+      LiveAttempt& live = workers_[n.worker_id].attempts[attempt->id];
+      live = LiveAttempt{p.run_id, attempt->fencing_token, n.gpus, GangNode{rank, num_nodes}};
+      live.sweep_id = run->sweep_id;
+      live.block = run->seed;
     }
   }
   for (size_t rank = 0; rank < p.nodes.size(); ++rank) {

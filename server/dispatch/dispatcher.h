@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "server/core/change_feed.h"
 #include "server/core/placement.h"
+#include "server/dispatch/seed_sequencer.h"
 #include "server/store/store.h"
 
 namespace ablate {
@@ -147,11 +148,15 @@ class Dispatcher {
     // once per share. nullopt while unknown or when the config does not say.
     bool steps_known = false;
     std::optional<int64_t> configured_steps = std::nullopt;
+    // The run's sweep and block (its seed), for keeping a block on one GPU model.
+    int64_t sweep_id = 0;
+    int block = 0;
   };
   struct WorkerState {
     std::shared_ptr<WorkerSession> session;  // null while disconnected
     int64_t last_heartbeat_ms = 0;
     std::vector<int> gpu_indices;
+    std::string gpu_model;  // of its first GPU
     int cpu_slots = 0;
     std::vector<std::string> datasets;
     bool allow_scripts = false;  // Hello.allow_scripts
@@ -176,7 +181,13 @@ class Dispatcher {
   // A node of the attempt said how large its gang is: restored shares learn it.
   void LearnGangSize(int64_t attempt_id, int num_nodes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<NodeCapacity> Capacity() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<QueuedRun>> QueuedRuns(std::map<int64_t, int>* active);
+  // The GPU model each (sweep, block) with live GPU attempts runs on.
+  std::map<std::pair<int64_t, int>, std::string> BlockModels() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queued runs the scheduler may place now, with each sweep's active run count in `active`;
+  // runs that sequential seeds hold back (seed_sequencer.h) are left out, with why, in `held`.
+  absl::StatusOr<std::vector<QueuedRun>> QueuedRuns(std::map<int64_t, int>* active,
+                                                    std::map<int64_t, std::string>* held);
   void Assign(const Placement& p);
   absl::StatusOr<std::string> RunConfig(const Run& run);
   // Removes one worker's share of an attempt (the other nodes' shares stay).
@@ -209,6 +220,7 @@ class Dispatcher {
   Store* const store_;
   ChangeFeed* const feed_;
   const DispatcherOptions options_;
+  SeedSequencer sequencer_{store_};  // used by the scheduling pass only
 
   mutable std::mutex mu_;
   std::map<std::string, WorkerState> workers_ ABSL_GUARDED_BY(mu_);

@@ -89,6 +89,11 @@ absl::Status AblateServiceImpl::FillSweep(int64_t id, bool full, v1::Sweep* out)
     absl::StatusOr<std::vector<Variant>> variants = store_->ListVariants(id);
     if (!variants.ok()) return variants.status();
     for (const Variant& v : *variants) ToProto(v, out->add_variants());
+    RunFilter filter;
+    filter.sweep_id = id;
+    absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
+    if (!runs.ok()) return runs.status();
+    FillDispatchBlocks(*std::move(runs), out);
   }
   return absl::OkStatus();
 }
@@ -105,6 +110,8 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
     ToProto(expanded->sweep, resp->mutable_sweep());
     for (const Variant& v : expanded->variants) ToProto(v, resp->mutable_sweep()->add_variants());
     for (const Run& r : expanded->runs) ToProto(r, resp->add_runs());
+    FillDispatchBlocks(expanded->runs, resp->mutable_sweep());
+    for (const std::string& note : expanded->notes) resp->add_notes(note);
     resp->mutable_sweep()->mutable_counts()->set_total(expanded->runs.size());
     resp->mutable_sweep()->mutable_counts()->set_queued(expanded->runs.size());
     return grpc::Status::OK;
@@ -128,6 +135,7 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
   absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
   if (!runs.ok()) return ToGrpc(runs.status());
   for (const Run& r : *runs) ToProto(r, resp->add_runs());
+  for (const std::string& note : expanded->notes) resp->add_notes(note);
   return grpc::Status::OK;
 }
 

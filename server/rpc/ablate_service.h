@@ -62,6 +62,8 @@ class AblateServiceImpl final : public v1::AblateService::Service {
                             v1::CompareSweepResponse* resp) override;
   grpc::Status ListRecords(grpc::ServerContext* ctx, const v1::ListRecordsRequest* req,
                            v1::ListRecordsResponse* resp) override;
+  grpc::Status PlanSweep(grpc::ServerContext* ctx, const v1::PlanSweepRequest* req,
+                         v1::PlanSweepResponse* resp) override;
   grpc::Status ExportSweep(grpc::ServerContext* ctx, const v1::ExportSweepRequest* req,
                            grpc::ServerWriter<v1::ExportedRun>* writer) override;
 

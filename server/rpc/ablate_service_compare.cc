@@ -3,6 +3,7 @@
 #include "server/rpc/ablate_service.h"
 #include "server/rpc/compare_queries.h"
 #include "server/rpc/convert.h"
+#include "server/rpc/plan_queries.h"
 
 namespace ablate {
 
@@ -22,6 +23,16 @@ grpc::Status AblateServiceImpl::ListRecords(grpc::ServerContext* ctx, const v1::
   absl::StatusOr<v1::ListRecordsResponse> records = BuildRecordsTable(*store_);
   if (!records.ok()) return ToGrpc(records.status());
   *resp = *std::move(records);
+  return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::PlanSweep(grpc::ServerContext* ctx,
+                                          const v1::PlanSweepRequest* req,
+                                          v1::PlanSweepResponse* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  absl::StatusOr<v1::PlanSweepResponse> plan = BuildSweepPlan(*store_, *req);
+  if (!plan.ok()) return ToGrpc(plan.status());
+  *resp = *std::move(plan);
   return grpc::Status::OK;
 }
 

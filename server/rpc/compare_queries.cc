@@ -13,10 +13,13 @@
 #include <vector>
 
 #include "server/rpc/convert.h"
+#include "server/stats/confound.h"
 #include "server/stats/record_rule.h"
+#include "server/stats/sequential_rule.h"
 #include "server/stats/verdict.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
+#include "trainer/config/step_work.h"
 
 namespace ablate {
 namespace {
@@ -58,6 +61,36 @@ void FillRecordRule(std::span<const RunOutcome> runs, double target, v1::RecordR
   out->set_underpowered(r.underpowered);
 }
 
+// Worker id -> "cpu" / "<gpus>x <model>", for the runs' places.
+using HardwareByWorker = std::map<std::string, std::string>;
+
+std::string HardwareOf(const Store& store, const std::string& worker_id, int gpus_per_run) {
+  if (gpus_per_run == 0) return "cpu";
+  absl::StatusOr<Worker> w = store.GetWorker(worker_id);
+  const std::string model =
+      w.ok() && !w->gpus.empty() && !w->gpus[0].model.empty() ? w->gpus[0].model : "unknown GPU";
+  return std::to_string(gpus_per_run) + "x " + model;
+}
+
+void FillRunPlaces(const std::vector<Run>& runs, const HardwareByWorker& hardware,
+                   v1::VariantComparison* out) {
+  std::vector<const Run*> ordered;
+  for (const Run& r : runs) ordered.push_back(&r);
+  std::stable_sort(ordered.begin(), ordered.end(), [](const Run* a, const Run* b) {
+    return a->dispatch_order < b->dispatch_order;
+  });
+  for (const Run* r : ordered) {
+    v1::RunPlace* place = out->add_runs();
+    place->set_run_id(r->id);
+    place->set_seed(r->seed);
+    place->set_dispatch_order(r->dispatch_order);
+    place->set_worker_id(r->worker_id);
+    auto it = hardware.find(r->worker_id);
+    if (it != hardware.end()) place->set_hardware(it->second);
+    place->set_state(std::string(RunStateName(r->state)));
+  }
+}
+
 // One variant's row without the baseline comparison.
 void FillVariant(const Variant& v, const std::vector<Run>& runs,
                  std::span<const RunOutcome> outcomes, double target, v1::VariantComparison* out) {
@@ -74,20 +107,54 @@ void FillVariant(const Variant& v, const std::vector<Run>& runs,
   FillSummary(s.final_val_loss, out->mutable_final_val_loss());
   FillSummary(s.time_to_target_ms, out->mutable_time_to_target_ms());
   FillSummary(s.mean_step_ms, out->mutable_mean_step_ms());
+  FillSummary(s.steps_to_target, out->mutable_steps_to_target());
   FillRecordRule(outcomes, target, out->mutable_record_rule());
 }
 
-// Adds the deltas and verdicts of an ablation compared with the baseline.
+// What decides an ablation's time verdict besides its own comparison.
+struct TimeContext {
+  bool confounded = false;                  // the confound check failed
+  std::optional<SequentialDesign> design;   // sequential seeds
+  int blocks_done = 0;                      // sequential: blocks finished in every variant
+};
+
+void FillSequential(const SequentialDecision& d, v1::SequentialState* out) {
+  out->set_verdict(d.verdict);
+  out->set_settled(d.settled);
+  out->set_seeds(d.seeds);
+  if (d.p_value) out->set_p_value(*d.p_value);
+  out->set_boundary(d.boundary);
+}
+
+// Adds the deltas and verdicts of an ablation compared with the baseline. The time verdict is the
+// sequential rule's for a sequential sweep, and "confounded" when the confound check failed.
 void FillComparison(const VariantComparison& c, std::span<const RunOutcome> variant,
-                    std::span<const RunOutcome> baseline, v1::VariantComparison* out) {
+                    std::span<const RunOutcome> baseline, const TimeContext& ctx,
+                    v1::VariantComparison* out) {
   const VariantStats vs = SummarizeVariant(variant);
   const VariantStats bs = SummarizeVariant(baseline);
   v1::MetricDelta* loss = out->mutable_loss_vs_baseline();
   v1::MetricDelta* time = out->mutable_time_vs_baseline();
+  v1::MetricDelta* steps = out->mutable_steps_vs_baseline();
+  v1::MetricDelta* step_ms = out->mutable_step_ms_vs_baseline();
   FillDelta(c.final_val_loss, bs.final_val_loss, loss);
   FillDelta(c.time_to_target_ms, bs.time_to_target_ms, time);
+  FillDelta(c.steps_to_target, bs.steps_to_target, steps);
+  FillDelta(c.mean_step_ms, bs.mean_step_ms, step_ms);
   loss->set_verdict(MetricVerdict(c.final_val_loss, Metric::kFinalValLoss, vs));
   time->set_verdict(MetricVerdict(c.time_to_target_ms, Metric::kTimeToTarget, vs));
+  steps->set_verdict(MetricVerdict(c.steps_to_target, Metric::kStepsToTarget, vs));
+  step_ms->set_verdict(MetricVerdict(c.mean_step_ms, Metric::kMsPerStep, vs));
+  if (ctx.design) {
+    const SequentialDecision d = DecideSequential(variant, baseline, *ctx.design, ctx.blocks_done);
+    FillSequential(d, out->mutable_sequential());
+    if (time->verdict() != "never reached") time->set_verdict(d.verdict);
+  }
+  if (ctx.confounded) {
+    time->set_verdict(kConfoundedTimeVerdict);
+    out->set_verdict(ConfoundedVerdict(steps->verdict(), loss->verdict()));
+    return;
+  }
   out->set_verdict(CombinedVerdict(time->verdict(), loss->verdict()));
 }
 
@@ -132,8 +199,65 @@ absl::StatusOr<SweepRows> LoadSweepRows(const Store& store, int64_t sweep_id) {
   return out;
 }
 
+// Whether `v` does the baseline's work per step: every knob it changes leaves a step alone.
+bool DoesBaselineWork(const Variant& v) {
+  const nlohmann::json diff = nlohmann::json::parse(v.diff_json, nullptr, false);
+  if (!diff.is_object()) return false;
+  for (auto it = diff.begin(); it != diff.end(); ++it) {
+    const nlohmann::json& change = it.value();
+    if (!change.is_object() || ChangesStepWork(it.key(), change.value("from", nlohmann::json()),
+                                               change.value("to", nlohmann::json()))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void FillConfound(const ConfoundCheck& c, v1::ConfoundCheck* out) {
+  out->set_tested(c.test.has_value());
+  out->set_confounded(c.confounded);
+  for (const std::string& v : c.variants) out->add_variants(v);
+  if (c.test) {
+    out->set_f(c.test->f);
+    out->set_df_between(c.test->df_between);
+    out->set_df_within(c.test->df_within);
+    out->set_p_value(c.test->p_value);
+  }
+  if (c.relative_spread) out->set_relative_spread(*c.relative_spread);
+  out->set_message(c.message);
+}
+
+// The confound check over the baseline and the ablations that do its work per step.
+ConfoundCheck CheckSweepConfound(const SweepRows& rows) {
+  std::vector<SameWorkGroup> groups;
+  auto add = [&](const VariantRows& v) {
+    groups.push_back({v.variant.name, MetricValues(v.outcomes, Metric::kMsPerStep)});
+  };
+  if (rows.baseline) add(*rows.baseline);
+  for (const VariantRows& a : rows.ablations) {
+    if (DoesBaselineWork(a.variant)) add(a);
+  }
+  return CheckConfound(groups);
+}
+
+// Blocks (seeds) finished in every variant: seeds 0..k-1 of each have no queued or running run.
+int BlocksDone(const SweepRows& rows, int max_seeds) {
+  std::vector<bool> open(static_cast<size_t>(max_seeds), false);
+  auto scan = [&](const VariantRows& v) {
+    for (const Run& r : v.runs) {
+      if (!IsTerminal(r.state) && r.seed >= 0 && r.seed < max_seeds) open[r.seed] = true;
+    }
+  };
+  if (rows.baseline) scan(*rows.baseline);
+  for (const VariantRows& a : rows.ablations) scan(a);
+  int done = 0;
+  while (done < max_seeds && !open[done]) ++done;
+  return done;
+}
+
 // Every ablation's row, compared with the baseline when there is one.
-void FillAblations(const SweepRows& rows, double target, v1::CompareSweepResponse* out) {
+void FillAblations(const SweepRows& rows, double target, const TimeContext& ctx,
+                   const HardwareByWorker& hardware, v1::CompareSweepResponse* out) {
   std::vector<std::vector<RunOutcome>> outcomes;
   for (const VariantRows& a : rows.ablations) outcomes.push_back(a.outcomes);
   const std::vector<RunOutcome> none;
@@ -143,8 +267,9 @@ void FillAblations(const SweepRows& rows, double target, v1::CompareSweepRespons
     const VariantRows& a = rows.ablations[i];
     v1::VariantComparison* row = out->add_variants();
     FillVariant(a.variant, a.runs, a.outcomes, target, row);
+    FillRunPlaces(a.runs, hardware, row);
     if (rows.baseline) {
-      FillComparison(compared[i], a.outcomes, base, row);
+      FillComparison(compared[i], a.outcomes, base, ctx, row);
     } else {
       row->set_verdict(kNoBaselineVerdict);
     }
@@ -163,6 +288,9 @@ absl::Status FillSweepHeader(const Store& store, int64_t sweep_id, v1::CompareSw
 }
 
 constexpr Scale kScales[] = {Scale::kFull, Scale::kSmall, Scale::kTiny};
+// What a published record is: the target and GPU count of its official timing.
+constexpr double kRecordTarget = 3.28;
+constexpr int kRecordGpus = 8;
 
 struct PresetAtScale {
   std::string preset;
@@ -194,8 +322,18 @@ std::string Hardware(const PlacedRun& r) {
          (r.gpu_model.empty() ? std::string("unknown GPU") : r.gpu_model);
 }
 
-// Own runs of one preset, grouped by scale (in kScales order) and hardware.
-using OwnRunGroups = std::map<std::tuple<Scale, std::string>, std::vector<RunOutcome>>;
+// A group of own runs of one preset: same scale, hardware and dataset.
+struct OwnGroupKey {
+  Scale scale;
+  std::string hardware;
+  std::string dataset;
+  int gpus_per_run = 0;
+  bool known_model = false;
+  auto operator<=>(const OwnGroupKey&) const = default;
+};
+
+// Own runs of one preset, grouped by scale (in kScales order), hardware and dataset.
+using OwnRunGroups = std::map<OwnGroupKey, std::vector<RunOutcome>>;
 
 absl::StatusOr<std::map<std::string, OwnRunGroups>> LoadOwnRuns(const Store& store) {
   const std::map<std::string, PresetAtScale>& hashes = PresetHashes();
@@ -206,21 +344,52 @@ absl::StatusOr<std::map<std::string, OwnRunGroups>> LoadOwnRuns(const Store& sto
   std::map<std::string, OwnRunGroups> by_preset;
   for (const PlacedRun& r : *runs) {
     const PresetAtScale& at = hashes.at(r.config_hash);
-    by_preset[at.preset][{at.scale, Hardware(r)}].push_back(ToOutcome(r.run));
+    const OwnGroupKey key{at.scale, Hardware(r), r.dataset, r.gpus_per_run, !r.gpu_model.empty()};
+    by_preset[at.preset][key].push_back(ToOutcome(r.run));
   }
   return by_preset;
 }
 
-void FillOwnRuns(Scale scale, const std::string& hardware, std::span<const RunOutcome> runs,
-                 double record_time_ms, v1::OwnRecordRuns* out) {
+// Why a group of own runs is not comparable with the published record ("" when it is): the
+// record is full scale on FineWeb to 3.28 with 8 GPUs of one model (DESIGN §6.3). A run of the
+// unchanged preset at full scale has the record's target (its config hash says so).
+std::string NotComparable(const OwnGroupKey& k, const std::string& preset) {
+  std::vector<std::string> why;
+  if (k.scale != Scale::kFull) why.push_back(std::string(ScaleName(k.scale)) + " scale");
+  if (!k.dataset.starts_with("fineweb")) why.push_back("dataset " + k.dataset);
+  if (Result<nlohmann::json> config = PresetConfig(preset, Scale::kFull);
+      !config.ok() || (*config)["target_val_loss"] != nlohmann::json(kRecordTarget)) {
+    why.push_back("target is not the record's 3.28");
+  }
+  if (k.gpus_per_run == 0) {
+    why.push_back("cpu");
+  } else if (k.gpus_per_run != kRecordGpus) {
+    why.push_back(std::to_string(k.gpus_per_run) + " GPUs, not " + std::to_string(kRecordGpus));
+  } else if (!k.known_model) {
+    why.push_back("GPU model unknown");
+  }
+  std::string out;
+  for (const std::string& w : why) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+void FillOwnRuns(const OwnGroupKey& key, const std::string& preset,
+                 std::span<const RunOutcome> runs, double record_time_ms,
+                 v1::OwnRecordRuns* out) {
   const VariantStats s = SummarizeVariant(runs);
-  out->set_scale(std::string(ScaleName(scale)));
-  out->set_hardware(hardware);
+  out->set_scale(std::string(ScaleName(key.scale)));
+  out->set_hardware(key.hardware);
+  out->set_dataset(key.dataset);
   out->set_n(s.n);
   out->set_n_reached(s.n_reached);
+  const std::string not_comparable = NotComparable(key, preset);
+  out->set_like_for_like(not_comparable.empty());
+  out->set_not_comparable(not_comparable);
   if (s.time_to_target_ms.mean) {
     out->set_mean_time_to_target_ms(*s.time_to_target_ms.mean);
-    if (record_time_ms > 0) out->set_ratio_to_published(*s.time_to_target_ms.mean / record_time_ms);
+    if (record_time_ms > 0 && not_comparable.empty()) {
+      out->set_ratio_to_published(*s.time_to_target_ms.mean / record_time_ms);
+    }
   }
   if (s.final_val_loss.mean) out->set_mean_final_val_loss(*s.final_val_loss.mean);
 }
@@ -267,7 +436,10 @@ RunOutcome ToOutcome(const Run& run) {
   o.seed = run.seed;
   o.final_val_loss = run.summary.final_val_loss;
   o.reached_target = run.summary.reached_target;
-  if (o.reached_target) o.time_to_target_ms = run.summary.time_to_target_ms;
+  if (o.reached_target) {
+    o.time_to_target_ms = run.summary.time_to_target_ms;
+    if (run.summary.target_step) o.steps_to_target = static_cast<double>(*run.summary.target_step);
+  }
   o.mean_step_ms = run.summary.mean_step_ms;
   return o;
 }
@@ -279,13 +451,34 @@ absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store
   absl::StatusOr<SweepRows> rows = LoadSweepRows(store, sweep_id);
   if (!rows.ok()) return rows.status();
   const double target = out.sweep().target_val_loss();
+  const v1::Sweep& sweep = out.sweep();
+  HardwareByWorker hardware;
+  auto note_hardware = [&](const VariantRows& v) {
+    for (const Run& r : v.runs) {
+      if (!r.worker_id.empty() && !hardware.count(r.worker_id)) {
+        hardware[r.worker_id] = HardwareOf(store, r.worker_id, sweep.gpus_per_run());
+      }
+    }
+  };
+  if (rows->baseline) note_hardware(*rows->baseline);
+  for (const VariantRows& a : rows->ablations) note_hardware(a);
+  const ConfoundCheck confound = CheckSweepConfound(*rows);
+  FillConfound(confound, out.mutable_confound());
+  TimeContext ctx;
+  ctx.confounded = confound.confounded;
+  if (sweep.seeds_min() > 0) {
+    ctx.design = SequentialDesign{sweep.seeds_min(), sweep.seeds(),
+                                  PerAblationAlpha(static_cast<int>(rows->ablations.size()))};
+    ctx.blocks_done = BlocksDone(*rows, sweep.seeds());
+  }
   if (rows->baseline) {
     v1::VariantComparison* row = out.add_variants();
     FillVariant(rows->baseline->variant, rows->baseline->runs, rows->baseline->outcomes, target,
                 row);
+    FillRunPlaces(rows->baseline->runs, hardware, row);
     row->set_verdict(kBaselineVerdict);
   }
-  FillAblations(*rows, target, &out);
+  FillAblations(*rows, target, ctx, hardware, &out);
   return out;
 }
 
@@ -314,7 +507,7 @@ absl::StatusOr<v1::ListRecordsResponse> BuildRecordsTable(const Store& store) {
     }
     if (r.preset.empty()) continue;
     for (const auto& [key, runs] : (*own)[r.preset]) {
-      FillOwnRuns(std::get<0>(key), std::get<1>(key), runs, r.record_time_ms, row->add_own_runs());
+      FillOwnRuns(key, r.preset, runs, r.record_time_ms, row->add_own_runs());
     }
   }
   return out;

@@ -23,7 +23,19 @@
 // hash equals the preset's canonical config at some scale (full, small, tiny; seed excluded from
 // the hash), i.e. the preset with no change at all, grouped by scale and hardware. Hardware is
 // "cpu" for sweeps with gpus_per_run = 0, else "<gpus_per_run>x <model>" with the first GPU model
-// of the worker that ran the succeeded attempt ("unknown GPU" when that worker is gone).
+// of the worker that ran the succeeded attempt ("unknown GPU" when that worker is gone). Groups
+// are also split by the sweep's dataset. Only groups like the record (full scale, a FineWeb
+// dataset, target 3.28, 8 GPUs of a known model) get a ratio to the published time
+// (like_for_like); the others say why not (not_comparable, e.g. "tiny scale, dataset
+// debian-text, cpu").
+//
+// Blocks, the split and the confound check (CompareSweep): each variant carries steps to target
+// and ms/step beside time, with their deltas and verdicts against the baseline, and its runs'
+// nodes and hardware in dispatch order. The baseline and the ablations that change only knobs
+// that leave a step's work alone (StepWork) are checked for equal ms/step
+// (server/stats/confound.h); when they differ, every ablation's time verdict is
+// kConfoundedTimeVerdict and its combined verdict "confounded; steps: ...". A sequential sweep's
+// time verdicts are its stopping rule's (server/stats/sequential_rule.h).
 //
 // Thread-safe as the Store is. Errors are the store's: NOT_FOUND for an unknown sweep, UNAVAILABLE
 // and the like for database trouble.

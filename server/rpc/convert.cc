@@ -1,6 +1,8 @@
 // Domain <-> protobuf translation.
 #include "server/rpc/convert.h"
 
+#include <algorithm>
+
 namespace ablate {
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -64,6 +66,24 @@ void ToProto(const Sweep& in, v1::Sweep* out) {
   for (const std::string& t : in.tags) out->add_tags(t);
   out->set_created_ms(in.created_ms);
   out->set_finished_ms(in.finished_ms);
+  out->set_seeds_min(in.seeds_min);
+  out->set_order_seed(in.order_seed);
+}
+
+void FillDispatchBlocks(std::vector<Run> runs, v1::Sweep* out) {
+  std::stable_sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) {
+    return a.dispatch_order != b.dispatch_order ? a.dispatch_order < b.dispatch_order
+                                                : a.id < b.id;
+  });
+  std::map<int, v1::DispatchBlock*> blocks;
+  for (const Run& r : runs) {
+    v1::DispatchBlock*& block = blocks[r.seed];
+    if (block == nullptr) {
+      block = out->add_dispatch_blocks();
+      block->set_block(r.seed);
+    }
+    block->add_variants(r.variant_name);
+  }
 }
 
 void ToProto(const std::map<RunState, int>& counts, v1::RunCounts* out) {
@@ -115,6 +135,7 @@ void ToProto(const Run& in, v1::Run* out) {
   out->set_created_ms(in.created_ms);
   out->set_started_ms(in.started_ms);
   out->set_finished_ms(in.finished_ms);
+  out->set_dispatch_order(in.dispatch_order);
 }
 
 void ToProto(const Attempt& in, v1::Attempt* out) {

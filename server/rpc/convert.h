@@ -6,6 +6,7 @@
 #include <grpcpp/support/status.h>
 
 #include <map>
+#include <vector>
 
 #include "ablate/v1/types.pb.h"
 #include "absl/status/status.h"
@@ -24,6 +25,9 @@ std::optional<SweepState> FromProto(v1::SweepState s);
 std::optional<RunState> FromProto(v1::RunState s);
 
 void ToProto(const Sweep& in, v1::Sweep* out);
+// Sweep.dispatch_blocks from the sweep's runs: blocks in dispatch order, each block's variant
+// names in dispatch order (rank, then run id).
+void FillDispatchBlocks(std::vector<Run> runs, v1::Sweep* out);
 void ToProto(const std::map<RunState, int>& counts, v1::RunCounts* out);
 void ToProto(const Variant& in, v1::Variant* out);
 void ToProto(const Run& in, v1::Run* out);

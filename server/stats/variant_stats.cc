@@ -10,14 +10,26 @@
 namespace ablate {
 namespace {
 
-bool EntersMetric(const RunOutcome& run, Metric metric) {
-  if (metric == Metric::kFinalValLoss) return run.final_val_loss.has_value();
-  return run.reached_target && run.time_to_target_ms.has_value();
+// The run's value of `metric`, or nullopt when the run does not enter it (variant_stats.h).
+std::optional<double> ValueOf(const RunOutcome& run, Metric metric) {
+  switch (metric) {
+    case Metric::kFinalValLoss:
+      return run.final_val_loss;
+    case Metric::kTimeToTarget:
+      return run.reached_target ? run.time_to_target_ms : std::nullopt;
+    case Metric::kStepsToTarget:
+      return run.reached_target ? run.steps_to_target : std::nullopt;
+    case Metric::kMsPerStep:
+      return run.mean_step_ms;
+  }
+  return std::nullopt;
 }
 
-double MetricValue(const RunOutcome& run, Metric metric) {
-  return metric == Metric::kFinalValLoss ? *run.final_val_loss : *run.time_to_target_ms;
+bool EntersMetric(const RunOutcome& run, Metric metric) {
+  return ValueOf(run, metric).has_value();
 }
+
+double MetricValue(const RunOutcome& run, Metric metric) { return *ValueOf(run, metric); }
 
 // seed -> value, or nullopt when a seed repeats (then the runs cannot be paired).
 std::optional<std::map<int, double>> BySeed(std::span<const RunOutcome> runs, Metric metric) {
@@ -74,11 +86,8 @@ VariantStats SummarizeVariant(std::span<const RunOutcome> runs) {
   if (s.n > 0) s.reached_fraction = static_cast<double>(s.n_reached) / s.n;
   s.final_val_loss = SummarizeSample(MetricValues(runs, Metric::kFinalValLoss));
   s.time_to_target_ms = SummarizeSample(MetricValues(runs, Metric::kTimeToTarget));
-  std::vector<double> step_ms;
-  for (const RunOutcome& run : runs) {
-    if (run.mean_step_ms) step_ms.push_back(*run.mean_step_ms);
-  }
-  s.mean_step_ms = SummarizeSample(step_ms);
+  s.steps_to_target = SummarizeSample(MetricValues(runs, Metric::kStepsToTarget));
+  s.mean_step_ms = SummarizeSample(MetricValues(runs, Metric::kMsPerStep));
   return s;
 }
 
@@ -102,10 +111,14 @@ std::vector<VariantComparison> CompareSweep(std::span<const RunOutcome> baseline
   out.reserve(ablations.size());
   for (const std::vector<RunOutcome>& ablation : ablations) {
     out.push_back({CompareMetric(ablation, baseline, Metric::kFinalValLoss),
-                   CompareMetric(ablation, baseline, Metric::kTimeToTarget)});
+                   CompareMetric(ablation, baseline, Metric::kTimeToTarget),
+                   CompareMetric(ablation, baseline, Metric::kStepsToTarget),
+                   CompareMetric(ablation, baseline, Metric::kMsPerStep)});
   }
   FillHolm(out, &VariantComparison::final_val_loss);
   FillHolm(out, &VariantComparison::time_to_target_ms);
+  FillHolm(out, &VariantComparison::steps_to_target);
+  FillHolm(out, &VariantComparison::mean_step_ms);
   return out;
 }
 

@@ -28,6 +28,7 @@ struct RunOutcome {
   std::optional<double> final_val_loss;     // nats; empty if the run never validated
   bool reached_target = false;              // some validation had loss <= target
   std::optional<double> time_to_target_ms;  // training ms at that validation; used only if reached
+  std::optional<double> steps_to_target;    // step of that validation; used only if reached
   std::optional<double> mean_step_ms;       // ms per training step
 };
 
@@ -37,12 +38,16 @@ struct VariantStats {
   std::optional<double> reached_fraction;  // n_reached / n; empty when n = 0
   SampleStats final_val_loss;              // nats, over runs that have a final val loss
   SampleStats time_to_target_ms;           // ms, over reached runs that have a time
+  SampleStats steps_to_target;             // steps, over reached runs that have a target step
   SampleStats mean_step_ms;                // ms, over runs that have one
 };
 
 VariantStats SummarizeVariant(std::span<const RunOutcome> runs);
 
-enum class Metric { kFinalValLoss, kTimeToTarget };
+// Time to target splits into its two causes: steps to target (how many steps the variant needs)
+// times ms per step (how fast each step is). Steps to target, like time, counts reached runs only;
+// ms/step counts every run that reports it, reached or not (speed does not depend on reaching).
+enum class Metric { kFinalValLoss, kTimeToTarget, kStepsToTarget, kMsPerStep };
 
 // The values of `metric` that enter the statistics (see the file comment), in input order.
 std::vector<double> MetricValues(std::span<const RunOutcome> runs, Metric metric);
@@ -78,10 +83,13 @@ MetricComparison CompareMetric(std::span<const RunOutcome> variant,
 struct VariantComparison {
   MetricComparison final_val_loss;
   MetricComparison time_to_target_ms;
+  MetricComparison steps_to_target;
+  MetricComparison mean_step_ms;
 };
 
 // Compares every ablation against the baseline, in the given order, and fills welch_p_holm per
-// metric: Holm over the ablations whose Welch test exists (the others stay empty).
+// metric (each of the four): Holm over the ablations whose Welch test exists (the others stay
+// empty).
 std::vector<VariantComparison> CompareSweep(std::span<const RunOutcome> baseline,
                                             const std::vector<std::vector<RunOutcome>>& ablations);
 

@@ -14,15 +14,34 @@ bool IsSignificant(const std::string& verdict) {
 }  // namespace
 
 std::string MetricVerdict(const MetricComparison& c, Metric metric, const VariantStats& variant) {
-  const bool time = metric == Metric::kTimeToTarget;
-  if (time && variant.n > 0 && variant.n_reached == 0) return "never reached";
+  const bool needs_target = metric == Metric::kTimeToTarget || metric == Metric::kStepsToTarget;
+  if (needs_target && variant.n > 0 && variant.n_reached == 0) return "never reached";
   if (c.n_variant == 0 || c.n_baseline == 0 || !c.difference) return "no data";
   if (c.underpowered) return "underpowered";
   if (c.welch_p_holm && *c.welch_p_holm < kVerdictAlpha && *c.difference != 0.0) {
-    if (time) return *c.difference < 0 ? "faster" : "slower";
-    return *c.difference < 0 ? "better" : "worse";
+    return DirectionWord(metric, *c.difference < 0);
   }
   return "no difference";
+}
+
+std::string DirectionWord(Metric metric, bool lower) {
+  switch (metric) {
+    case Metric::kTimeToTarget:
+      return lower ? "faster" : "slower";
+    case Metric::kStepsToTarget:
+      return lower ? "fewer steps" : "more steps";
+    case Metric::kMsPerStep:
+      return lower ? "faster steps" : "slower steps";
+    case Metric::kFinalValLoss:
+      break;
+  }
+  return lower ? "better" : "worse";
+}
+
+std::string ConfoundedVerdict(const std::string& steps_verdict, const std::string& loss_verdict) {
+  std::string out = std::string(kConfoundedWord) + "; steps: " + steps_verdict;
+  if (IsSignificant(loss_verdict)) out += ", " + loss_verdict;
+  return out;
 }
 
 std::string CombinedVerdict(const std::string& time_verdict, const std::string& loss_verdict) {
@@ -58,7 +77,15 @@ std::string ComparisonMethodText(double target) {
          " values on either side is underpowered and gets no faster/slower or better/worse "
          "verdict; \"never reached\" means none of the variant's runs reached the target. "
          "Verdicts use Holm-corrected p < 0.05. The record rule is the speedrun's: a one-sided "
-         "one-sample t-test that the mean final val loss is below the target, p < 0.01.";
+         "one-sample t-test that the mean final val loss is below the target, p < 0.01. "
+         "Time to target is steps to target (the step of that first validation) times ms per "
+         "step; both are compared the same way, so a faster variant shows whether it needs fewer "
+         "steps or takes quicker ones. Runs go out in blocks (block k = seed k of every variant, "
+         "shuffled per block), so drift in machine speed falls on every variant alike. Variants "
+         "that do the same work per step (they differ only in knobs such as learning rates, eps "
+         "or the attention scale) must have the same ms/step; when a one-way ANOVA says their "
+         "ms/step differ (p < 0.01), the machine's speed changed during the sweep and every time "
+         "verdict is reported as confounded, with the steps verdict beside it.";
 }
 
 }  // namespace ablate

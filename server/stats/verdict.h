@@ -13,14 +13,29 @@ namespace ablate {
 inline constexpr double kVerdictAlpha = 0.05;
 
 // The verdict on one metric, first rule that applies:
-//   "never reached"  time only: the variant has runs (n > 0) and none reached the target
+//   "never reached"  time and steps: the variant has runs (n > 0) and none reached the target
 //   "no data"        either side has no value of the metric
 //   "underpowered"   comparison.underpowered (fewer than kMinRunsToTell values on a side)
-//   "faster"/"slower" (time), "better"/"worse" (loss)
+//   DirectionWord    "faster"/"slower" (time), "fewer steps"/"more steps", "faster steps"/
+//                    "slower steps" (ms/step), "better"/"worse" (loss):
 //                    Holm-adjusted Welch p < kVerdictAlpha; the sign of the difference decides
 //   "no difference"  otherwise: the test ran on enough runs and found nothing at that level
 std::string MetricVerdict(const MetricComparison& comparison, Metric metric,
                           const VariantStats& variant);
+
+// The word for a significant difference of `metric`: faster/slower (time), fewer/more steps,
+// faster/slower steps (ms/step), better/worse (loss). `lower` = the variant's mean is lower.
+std::string DirectionWord(Metric metric, bool lower);
+
+// The time verdict when the confound check fails (confound.h): machine speed, not the ablation,
+// may explain differences in time to target.
+inline constexpr char kConfoundedWord[] = "confounded";
+inline constexpr char kConfoundedTimeVerdict[] =
+    "confounded: machine speed changed during the sweep; steps-to-target is the trustworthy "
+    "measure";
+// A variant's combined verdict when time is confounded: "confounded; steps: fewer steps", with a
+// significant loss verdict appended (", worse").
+std::string ConfoundedVerdict(const std::string& steps_verdict, const std::string& loss_verdict);
 
 // The verdict on both metrics. If either metric is significant, its words, time first
 // ("faster", "worse", "faster, worse"). Otherwise the more cautious of the two, in the order

@@ -51,6 +51,8 @@ Sweep ReadSweep(const Statement& row) {
   s.max_attempts = static_cast<int>(row.Int(12));
   s.created_ms = row.Int(13);
   s.finished_ms = row.Int(14);
+  s.seeds_min = static_cast<int>(row.Int(15));
+  s.order_seed = row.Int(16);
   return s;
 }
 
@@ -88,6 +90,7 @@ Run ReadRun(const Statement& row) {
   r.created_ms = row.Int(17);
   r.started_ms = row.Int(18);
   r.finished_ms = row.Int(19);
+  r.dispatch_order = row.Int(20);
   return r;
 }
 

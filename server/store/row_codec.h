@@ -15,7 +15,8 @@ namespace ablate {
 
 inline constexpr char kSweepColumns[] =
     "id, name, state, spec_yaml, baseline_preset, scale, dataset, target_val_loss, seeds, "
-    "gpus_per_run, priority, max_concurrent, max_attempts, created_ms, finished_ms";
+    "gpus_per_run, priority, max_concurrent, max_attempts, created_ms, finished_ms, seeds_min, "
+    "order_seed";
 inline constexpr char kVariantColumns[] =
     "id, sweep_id, idx, name, config_json, config_hash, diff_json";
 // Selected FROM kRunFrom (runs r joined to their variant v).
@@ -23,7 +24,7 @@ inline constexpr char kRunColumns[] =
     "r.id, r.sweep_id, r.variant_id, v.name, r.seed, r.state, r.attempts_used, "
     "r.current_attempt_id, r.worker_id, r.error, r.final_val_loss, r.time_to_target_ms, "
     "r.target_step, r.reached_target, r.steps, r.mean_step_ms, r.train_time_ms, r.created_ms, "
-    "r.started_ms, r.finished_ms";
+    "r.started_ms, r.finished_ms, r.dispatch_order";
 inline constexpr char kRunFrom[] = "runs r JOIN variants v ON v.id = r.variant_id";
 inline constexpr char kAttemptColumns[] =
     "id, run_id, number, fencing_token, worker_id, state, exit_code, error, stderr_tail, "

@@ -65,9 +65,11 @@ absl::StatusOr<int64_t> InsertSweepRow(Connection& c, const Sweep& s) {
       c.Prepare(
           "INSERT INTO sweeps (name, state, spec_yaml, baseline_preset, scale, dataset, "
           "target_val_loss, seeds, gpus_per_run, priority, max_concurrent, max_attempts, "
-          "created_ms, finished_ms) VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"));
+          "created_ms, finished_ms, seeds_min, order_seed) "
+          "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"));
   stmt.BindAll(s.name, s.spec_yaml, s.baseline_preset, s.scale, s.dataset, s.target_val_loss,
-               s.seeds, s.gpus_per_run, s.priority, s.max_concurrent, s.max_attempts, s.created_ms);
+               s.seeds, s.gpus_per_run, s.priority, s.max_concurrent, s.max_attempts, s.created_ms,
+               s.seeds_min, s.order_seed);
   STORE_RETURN_IF_ERROR(stmt.Run());
   return c.LastInsertId();
 }
@@ -93,8 +95,9 @@ absl::Status InsertRuns(Connection& c, int64_t sweep_id, TimestampMs created_ms,
                         const std::unordered_map<int64_t, int64_t>& variant_ids,
                         const std::vector<Run>& runs) {
   STORE_ASSIGN_OR_RETURN(
-      Statement stmt, c.Prepare("INSERT INTO runs (sweep_id, variant_id, seed, state, created_ms) "
-                                "VALUES (?, ?, ?, 'queued', ?)"));
+      Statement stmt,
+      c.Prepare("INSERT INTO runs (sweep_id, variant_id, seed, state, created_ms, dispatch_order) "
+                "VALUES (?, ?, ?, 'queued', ?, ?)"));
   for (const Run& run : runs) {
     auto it = variant_ids.find(run.variant_id);
     if (it == variant_ids.end()) {
@@ -103,7 +106,7 @@ absl::Status InsertRuns(Connection& c, int64_t sweep_id, TimestampMs created_ms,
                                                      ", which the sweep does not have"));
     }
     stmt.Reset();
-    stmt.BindAll(sweep_id, it->second, run.seed, created_ms);
+    stmt.BindAll(sweep_id, it->second, run.seed, created_ms, run.dispatch_order);
     STORE_RETURN_IF_ERROR(stmt.Run());
   }
   return absl::OkStatus();

@@ -90,6 +90,7 @@ struct PlacedRun {
   std::string config_hash;  // of its variant (seed excluded)
   int gpus_per_run = 0;     // of its sweep; 0 = one CPU slot
   std::string gpu_model;    // first GPU of the worker of its succeeded attempt; "" if unknown
+  std::string dataset;      // of its sweep
 };
 
 // Thread-safe: every method may be called from any thread. Writes are queued to one writer
@@ -139,6 +140,12 @@ class Store {
   // report (FinishAttempt) or are lost (LoseAttempt). FAILED_PRECONDITION when the sweep has
   // already finished (succeeded, failed or cancelled).
   absl::StatusOr<std::vector<int64_t>> CancelSweep(int64_t sweep_id);
+  // Sequential seeds: cancels those of `run_ids` that belong to the sweep and are still queued
+  // (others are left as they are), with `reason` as their error, writes one event for the sweep
+  // saying so, and moves the sweep to the state its runs imply. Returns how many it cancelled.
+  // NOT_FOUND for an unknown sweep. (store_sequential.cc)
+  absl::StatusOr<int> SkipQueuedRuns(int64_t sweep_id, const std::vector<int64_t>& run_ids,
+                                     const std::string& reason);
   // Sets the summary columns of a run (the worker's running summary). NOT_FOUND if no such run.
   absl::Status UpdateRunSummary(int64_t run_id, const RunSummary& summary);
 

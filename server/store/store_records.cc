@@ -19,7 +19,7 @@ constexpr int ColumnCount(std::string_view columns) {
 }
 // The columns ListSucceededRunsByConfigHash selects after kRunColumns start here.
 constexpr int kPlacedExtra = ColumnCount(kRunColumns);
-static_assert(kPlacedExtra == 20, "ReadRun reads 20 columns");
+static_assert(kPlacedExtra == 21, "ReadRun reads 21 columns");
 
 Record ReadRecord(const Statement& row) {
   Record r;
@@ -41,6 +41,7 @@ PlacedRun ReadPlacedRun(const Statement& row) {
   p.config_hash = row.Text(kPlacedExtra);
   p.gpus_per_run = static_cast<int>(row.Int(kPlacedExtra + 1));
   p.gpu_model = row.Text(kPlacedExtra + 2);
+  p.dataset = row.Text(kPlacedExtra + 3);
   return p;
 }
 
@@ -70,7 +71,7 @@ absl::StatusOr<std::vector<PlacedRun>> Store::ListSucceededRunsByConfigHash(
   const std::string sql = absl::StrCat(
       "SELECT ", kRunColumns,
       ", v.config_hash, s.gpus_per_run, "
-      "COALESCE(json_extract(w.gpus_json, '$[0].model'), '') FROM ",
+      "COALESCE(json_extract(w.gpus_json, '$[0].model'), ''), s.dataset FROM ",
       kRunFrom,
       " JOIN sweeps s ON s.id = r.sweep_id"
       " LEFT JOIN attempts a ON a.run_id = r.id AND a.state = 'succeeded'"

@@ -16,7 +16,8 @@ using J = nlohmann::json;
 constexpr std::string_view kTopLevelKeys[] = {
     "name",         "description", "baseline",       "include_baseline", "target_val_loss", "seeds",
     "gpus_per_run", "priority",    "max_concurrent", "max_attempts",     "dataset",         "tags",
-    "ablations",    "grid"};
+    "ablations",    "grid",        "order_seed"};
+constexpr std::string_view kSeedsKeys[] = {"min", "max"};
 // Script keys (script_spec.h) beside the built-in trainer's.
 constexpr std::string_view kBaselineKeys[] = {"preset",  "scale", "set",        "script",
                                               "launch",  "command", "args",     "env",
@@ -86,6 +87,7 @@ class SpecReader {
 
  private:
   void ReadSettings(const Entries& top);
+  void ReadSeeds(const YAML::Node& node);
   void ReadGpus(const YAML::Node& node);
   void ReadBaseline(const YAML::Node& node);
   void CheckScriptBaseline(Entries& e);
@@ -159,8 +161,10 @@ void SpecReader::ReadSettings(const Entries& top) {
       errors_->Add(node("target_val_loss"), "target_val_loss", std::string(v.status().message()));
     }
   }
-  if (top.count("seeds")) spec_.seeds_position = PositionOf(node("seeds"));
-  ReadIntField(top, "seeds", 1, 1000, &spec_.seeds);
+  if (top.count("seeds")) ReadSeeds(node("seeds"));
+  if (top.count("order_seed")) {
+    spec_.order_seed = ReadInt(node("order_seed"), "order_seed", 0, (int64_t{1} << 53) - 1, errors_);
+  }
   if (top.count("gpus_per_run")) ReadGpus(node("gpus_per_run"));
   ReadIntField(top, "priority", -1000, 1000, &spec_.priority);
   ReadIntField(top, "max_concurrent", 0, 1000000, &spec_.max_concurrent);
@@ -170,6 +174,36 @@ void SpecReader::ReadSettings(const Entries& top) {
   if (top.count("tags")) {
     spec_.tags = ReadStringList(node("tags"), "tags", errors_).value_or(std::vector<std::string>{});
   }
+}
+
+// `seeds: 8` (fixed) or `seeds: {min: 3, max: 16}` (sequential: server/stats/sequential_rule.h).
+void SpecReader::ReadSeeds(const YAML::Node& node) {
+  spec_.seeds_position = PositionOf(node);
+  if (!node.IsMap()) {
+    if (std::optional<int64_t> v = ReadInt(node, "seeds", 1, 1000, errors_)) {
+      spec_.seeds = static_cast<int>(*v);
+    }
+    return;
+  }
+  Entries e = CheckedEntries(node, "seeds", kSeedsKeys, errors_);
+  for (const char* required : {"min", "max"}) {
+    if (!e.count(required)) {
+      errors_->Add(node, "seeds", std::string("missing key '") + required +
+                                      "'; write seeds: {min: 3, max: 16} or seeds: 8");
+    }
+  }
+  if (!e.count("min") || !e.count("max")) return;
+  std::optional<int64_t> lo = ReadInt(e["min"].value, "seeds.min", 2, 1000, errors_);
+  std::optional<int64_t> hi = ReadInt(e["max"].value, "seeds.max", 2, 1000, errors_);
+  if (!lo || !hi) return;
+  if (*hi < *lo) {
+    errors_->Add(e["max"].value, "seeds.max",
+                 "max " + std::to_string(*hi) + " is below min " + std::to_string(*lo));
+    return;
+  }
+  spec_.seeds = static_cast<int>(*hi);
+  // min == max is a fixed number of seeds.
+  spec_.seeds_min = *lo == *hi ? 0 : static_cast<int>(*lo);
 }
 
 void SpecReader::ReadGpus(const YAML::Node& node) {

@@ -49,8 +49,10 @@ struct ParsedSpec {
   SpecPosition include_baseline_position;
   std::optional<double> target_val_loss;
   SpecPosition target_position;
-  int seeds = 1;
+  int seeds = 1;      // fixed seeds, or the most with sequential seeds
+  int seeds_min = 0;  // sequential seeds: the fewest; 0 = fixed
   SpecPosition seeds_position;
+  std::optional<int64_t> order_seed;  // empty: DefaultOrderSeed of the spec text
   int gpus_per_run = 1;
   int priority = 0;
   int max_concurrent = 0;

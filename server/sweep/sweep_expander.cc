@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "server/core/run_order.h"
 #include "server/sweep/script_expander.h"
 
 #include "trainer/config/knob_schema.h"
@@ -182,7 +183,13 @@ bool SweepExpander::AddVariant(const std::string& name, const std::string& kind,
   }
   std::string hash = ConfigHash(*config);
   std::string problem;
-  if (kind != "baseline" && hash == baseline_hash_) {
+  if (kind == "grid point" && hash == baseline_hash_ && spec_.include_baseline) {
+    // A grid around the baseline contains the baseline: that point is the baseline's runs.
+    out_.notes.push_back("grid point '" + name + "' is the baseline itself (" +
+                         DescribeOverrides(overrides) + "): merged with the baseline");
+    return true;
+  }
+  if (kind != "baseline" && kind != "grid point" && hash == baseline_hash_) {
     problem = kind + " '" + name + "' changes nothing: the baseline already has " +
               DescribeOverrides(overrides);
   } else if (auto seen = names_by_hash_.find(hash); seen != names_by_hash_.end()) {
@@ -219,6 +226,8 @@ void SweepExpander::FillSweep(std::string_view spec_yaml) {
   }
   s.target_val_loss = baseline_["target_val_loss"].get<double>();
   s.seeds = spec_.seeds;
+  s.seeds_min = spec_.seeds_min;
+  s.order_seed = spec_.order_seed.value_or(DefaultOrderSeed(spec_yaml));
   s.gpus_per_run = spec_.gpus_per_run;
   s.priority = spec_.priority;
   s.max_concurrent = spec_.max_concurrent;
@@ -228,12 +237,15 @@ void SweepExpander::FillSweep(std::string_view spec_yaml) {
 
 void SweepExpander::FillRuns() {
   out_.runs.reserve(out_.variants.size() * static_cast<size_t>(spec_.seeds));
+  const int n = static_cast<int>(out_.variants.size());
   for (const Variant& v : out_.variants) {
     for (int seed = 0; seed < spec_.seeds; ++seed) {
       Run r;
       r.variant_id = v.index;
       r.variant_name = v.name;
       r.seed = seed;
+      r.dispatch_order =
+          DispatchRank(static_cast<uint64_t>(out_.sweep.order_seed), seed, v.index, n);
       out_.runs.push_back(std::move(r));
     }
   }

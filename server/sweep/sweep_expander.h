@@ -24,14 +24,21 @@ inline constexpr int64_t kMaxSweepRuns = 100000;
 
 // A sweep expanded into variants and runs. Variants are in order baseline (when included),
 // ablations in spec order, grid points in lexicographic product order (first grid key
-// outermost); runs are variant-major, then seed 0 .. seeds-1. Ids are 0: the store assigns
-// them; Run::variant_id holds the index of the run's variant in `variants`.
+// outermost); runs are variant-major, then seed 0 .. seeds-1, each with its dispatch rank
+// (server/core/run_order.h; block = seed, shuffled by sweep.order_seed). Ids are 0: the store
+// assigns them; Run::variant_id holds the index of the run's variant in `variants`.
+//
+// A grid point whose config is the baseline's (a grid around the baseline) is not a variant of its
+// own: its runs would be the baseline's. It is merged with the baseline and `notes` says so. An
+// ablation that changes nothing is still an error. Without a baseline (include_baseline: false)
+// such a grid point is an ordinary variant.
 struct ExpandedSweep {
   Sweep sweep;
   std::vector<Variant> variants;
   std::vector<Run> runs;
   // Script sweeps (script_expander.h): the code snapshots the variants name, by hash.
   std::map<std::string, Snapshot> snapshots;
+  std::vector<std::string> notes;  // for the reader, e.g. which grid point merged
 };
 
 // "k1=v1,k2=v2": the name of a grid point, from (knob, value as written) pairs in key order.

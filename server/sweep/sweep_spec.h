@@ -8,7 +8,9 @@
 //   baseline: {preset: r20-sub3min, scale: full, set: {knob: value}}
 //   include_baseline: true              # the baseline gets its own seeds
 //   target_val_loss: 3.28               # default: the baseline config's target_val_loss
-//   seeds: 8                            # per variant, 1..1000 (default 1)
+//   seeds: 8                            # per variant, 1..1000 (default 1), or
+//   seeds: {min: 3, max: 16}            #   sequential: more seeds only while a verdict is open
+//   order_seed: 7                       # shuffles the run order; default: a hash of the spec
 //   gpus_per_run: 8                     # 0 = one CPU slot, 1..8, or k*8 up to 512 (default 1)
 //   priority: 0                         # -1000..1000
 //   max_concurrent: 0                   # 0 = unlimited

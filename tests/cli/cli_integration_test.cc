@@ -101,6 +101,23 @@ class CliTest : public ::testing::Test {
   std::unique_ptr<Coordinator> coordinator_;
 };
 
+TEST_F(CliTest, GridAroundTheBaselineMergesThatPoint) {
+  WriteFile(Spec(),
+            "name: grid\nbaseline: {preset: r20-sub3min, scale: tiny}\nseeds: 2\n"
+            "gpus_per_run: 0\ngrid: {muon.lr: [0.03, 0.05, 0.07]}\n");
+  ProcessResult dry = Cli({"submit", Spec(), "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("3 variants × 2 seeds = 6 runs"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("note: grid point 'muon.lr=0.05' is the baseline itself (muon.lr = "
+                         "0.05): merged with the baseline"),
+            std::string::npos)
+      << dry.out;
+  json resp = CliJson({"submit", Spec(), "--dry-run"});
+  ASSERT_EQ(resp["sweep"]["variants"].size(), 3u);
+  EXPECT_EQ(resp["sweep"]["variants"][0]["name"], "baseline");
+  EXPECT_EQ(resp["notes"].size(), 1u);
+}
+
 TEST_F(CliTest, SubmitListShowRuns) {
   ProcessResult dry = Cli({"submit", Spec(), "--dry-run"});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
@@ -126,6 +143,15 @@ TEST_F(CliTest, SubmitListShowRuns) {
   EXPECT_EQ(sweep["variants"][0]["diff_json"], "{}");
   EXPECT_EQ(sweep["scale"], "tiny");
   EXPECT_NE(sweep["spec_yaml"].get<std::string>().find("no-shortcut"), std::string::npos);
+  // The dispatch order: block k = seed k of every variant, shuffled per block.
+  ASSERT_EQ(sweep["dispatch_blocks"].size(), 2u);
+  EXPECT_EQ(sweep["dispatch_blocks"][1]["block"], 1);
+  EXPECT_EQ(sweep["dispatch_blocks"][1]["variants"].size(), 3u);
+  ProcessResult shown = Cli({"sweep", "1"});
+  EXPECT_NE(shown.out.find("run order: block k = seed k of every variant, shuffled per block"),
+            std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("  block 1: "), std::string::npos) << shown.out;
 
   json runs = CliJson({"runs", "--sweep", "1"});
   ASSERT_EQ(runs["runs"].size(), 6u);

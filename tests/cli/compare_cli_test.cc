@@ -71,11 +71,11 @@ const Outcomes kTinyOutcomes = {
       {2.1893, true, 11870, 39.8},
       {2.1910, true, 12150, 40.4},
       {2.1897, true, 11940, 40.0}}},
-    {"softcap-15",
-     {{2.1899, true, 11020, 36.9},
-      {2.1905, true, 10950, 36.6},
-      {2.1889, true, 11180, 37.2},
-      {2.1902, true, 11060, 37.0}}},
+    {"softcap-15",  // the same work per step as the baseline (a cap of 15 instead of 30)
+     {{2.1899, true, 11020, 40.2},
+      {2.1905, true, 10950, 39.9},
+      {2.1889, true, 11180, 40.3},
+      {2.1902, true, 11060, 40.0}}},
     {"no-shortcut",
      {{2.2031, false, 0, 40.2},
       {2.1985, true, 12890, 40.0},
@@ -88,6 +88,25 @@ const Outcomes kTinyOutcomes = {
       {2.2287, false, 0, 40.1}}},
     {"adam-beta1-0.8",
      {{2.1895, true, 11990, 40.0}, {2.1908, true, 12080, 40.2}, {-1, false, 0, 0}}},
+};
+
+// Ablations that do the baseline's work per step, run while the machine slowed down: ms/step
+// rises from ~40 to ~61 across the variants, and time to target with it, at the same steps.
+constexpr const char* kDriftSpec = R"(name: golden-drift
+baseline: {preset: r9-shortcuts, scale: tiny}
+seeds: 3
+gpus_per_run: 0
+ablations:
+  - {name: adam-eps-1e-10, set: {adam.eps: 1.0e-10}}
+  - {name: muon-lr-0.03, set: {muon.lr: 0.03}}
+)";
+
+const Outcomes kDriftOutcomes = {
+    {"baseline", {{2.1901, true, 12030, 40.1}, {2.1893, true, 11910, 39.7}, {2.1910, true, 12090, 40.3}}},
+    {"adam-eps-1e-10",
+     {{2.1899, true, 15330, 51.1}, {2.1905, true, 15690, 52.3}, {2.1889, true, 15480, 51.6}}},
+    {"muon-lr-0.03",
+     {{2.1902, true, 18240, 60.8}, {2.1897, true, 18510, 61.7}, {2.1908, true, 18060, 60.2}}},
 };
 
 const Outcomes kGpuOutcomes = {
@@ -126,7 +145,7 @@ RunSummary SummaryOf(const Outcome& o) {
   s.reached_target = o.reached;
   if (o.reached) {
     s.time_to_target_ms = o.time_to_target_ms;
-    s.target_step = kCurveSteps;
+    s.target_step = std::llround(o.time_to_target_ms / o.step_ms);  // time = steps x ms/step
   }
   s.steps = kCurveSteps;
   s.mean_step_ms = o.step_ms;
@@ -209,6 +228,7 @@ class CompareCliTest : public ::testing::Test {
       filler.AddSweep(kTinySpec, kTinyOutcomes, "laptop");
       filler.AddSweep(kGpuSpec, kGpuOutcomes, "gpu-node");
       filler.AddSweep(kNoBaselineSpec, kTinyOutcomes, "laptop");
+      filler.AddSweep(kDriftSpec, kDriftOutcomes, "laptop");
       points_ = filler.points().at(1);  // the tiny sweep's
     }                                   // closed before the coordinator opens it
     StartCoordinator();
@@ -281,6 +301,20 @@ TEST_F(CompareCliTest, CompareJsonCountsAndVerdicts) {
   EXPECT_EQ(resp["variants"][0]["name"], "baseline");
   EXPECT_EQ(by_name["baseline"]["verdict"], "baseline");
   EXPECT_EQ(by_name["softcap-15"]["verdict"], "faster");
+  // ... because it needs fewer steps, not because its steps are quicker.
+  EXPECT_EQ(by_name["softcap-15"]["steps_vs_baseline"]["verdict"], "fewer steps");
+  EXPECT_EQ(by_name["softcap-15"]["step_ms_vs_baseline"]["verdict"], "no difference");
+  EXPECT_EQ(by_name["softcap-15"]["steps_to_target"]["n"], 4);
+  EXPECT_EQ(by_name["no-shortcut"]["steps_to_target"]["n"], 1);  // reached runs only
+  EXPECT_EQ(by_name["no-shortcut"]["mean_step_ms"]["n"], 4);     // every run has a speed
+  // Same-work variants (baseline, softcap-15, no-warmup, adam-beta1-0.8) agree in ms/step.
+  EXPECT_EQ(resp["confound"]["tested"], true);
+  EXPECT_FALSE(resp["confound"].value("confounded", false));
+  EXPECT_EQ(resp["confound"]["variants"].size(), 4u);
+  // Each run's node and hardware, in dispatch order.
+  ASSERT_EQ(by_name["baseline"]["runs"].size(), 4u);
+  EXPECT_EQ(by_name["baseline"]["runs"][0]["worker_id"], "laptop");
+  EXPECT_EQ(by_name["baseline"]["runs"][0]["hardware"], "cpu");
   EXPECT_EQ(by_name["no-shortcut"]["n"], 4);  // not-reached runs are counted ...
   EXPECT_EQ(by_name["no-shortcut"]["n_reached"], 1);
   EXPECT_EQ(by_name["no-shortcut"]["time_to_target_ms"]["n"], 1);  // ... but not timed
@@ -295,6 +329,62 @@ TEST_F(CompareCliTest, CompareJsonCountsAndVerdicts) {
   EXPECT_NE(resp["method"].get<std::string>().find("lower bound"), std::string::npos);
 }
 
+TEST_F(CompareCliTest, ConfoundedSweepGolden) {
+  ExpectGolden({"compare", "4", "--metric", "time"}, "compare_confounded.txt");
+}
+
+// Variants that do identical work differ in ms/step: no time verdict, the steps verdict instead.
+TEST_F(CompareCliTest, SpeedDriftReplacesTimeVerdictsWithConfounded) {
+  ProcessResult r = Cli({"--json", "compare", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json resp = json::parse(r.out);
+  EXPECT_EQ(resp["confound"]["confounded"], true);
+  EXPECT_LT(resp["confound"]["p_value"].get<double>(), 0.01);
+  EXPECT_EQ(resp["confound"]["variants"].size(), 3u);
+  for (const json& v : resp["variants"]) {
+    if (v["name"] == "baseline") continue;
+    EXPECT_EQ(v["time_vs_baseline"]["verdict"],
+              "confounded: machine speed changed during the sweep; steps-to-target is the "
+              "trustworthy measure")
+        << v["name"];
+    EXPECT_EQ(v["verdict"], "confounded; steps: no difference") << v["name"];
+    EXPECT_EQ(v["step_ms_vs_baseline"]["verdict"], "slower steps") << v["name"];
+  }
+  ProcessResult table = Cli({"compare", "4"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("machine speed changed during the sweep"), std::string::npos)
+      << table.out;
+}
+
+// `ablate plan`: the spread of the baseline's finished runs (both tiny sweeps share its config),
+// or a given one; the seed count itself is checked against scipy in stats_scipy_live.
+TEST_F(CompareCliTest, PlanUsesTheBaselinesFinishedRuns) {
+  ProcessResult r = Cli({"--json", "plan", "1", "--effect", "1%"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json plan = json::parse(r.out);
+  EXPECT_EQ(plan["baseline_runs"], 7);
+  EXPECT_EQ(plan["variants"], 5);
+  const int seeds = plan["seeds_per_variant"];
+  EXPECT_GE(seeds, 2);
+  EXPECT_EQ(std::stoll(plan["runs"].get<std::string>()), 5 * seeds);
+  EXPECT_NEAR(plan["effect_sd"].get<double>(),
+              0.01 / plan["sd_relative"].get<double>(), 1e-12);
+  ProcessResult text = Cli({"plan", "1", "--effect", "1%"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(std::to_string(seeds) + " seeds per variant (baseline included) x 5 "
+                          "variants"),
+            std::string::npos)
+      << text.out;
+  // A spec file with a given spread: 1% at a spread of 1% is one standard deviation.
+  WriteFile(data_.path() + "/plan.yaml", kGpuSpec);
+  json given = json::parse(
+      Cli({"--json", "plan", data_.path() + "/plan.yaml", "--effect", "1%", "--sd", "1%"}).out);
+  EXPECT_EQ(given["seeds_per_variant"], 17);  // scipy: the first n with power >= 0.8 at d = 1
+  EXPECT_EQ(given["gpus_per_run"], 8);
+  EXPECT_EQ(Cli({"plan", "1", "--effect", "lots"}).exit_code, 2);
+  EXPECT_EQ(Cli({"plan", "99", "--effect", "1%"}).exit_code, 4);
+}
+
 TEST_F(CompareCliTest, RecordsShowOwnRunsByScaleAndHardware) {
   ProcessResult r = Cli({"--json", "records"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -307,12 +397,18 @@ TEST_F(CompareCliTest, RecordsShowOwnRunsByScaleAndHardware) {
   EXPECT_EQ(r20[0]["scale"], "full");
   EXPECT_EQ(r20[0]["hardware"], "8x NVIDIA H100 80GB HBM3");
   EXPECT_EQ(r20[0]["n"], 3);
+  // Full scale, FineWeb, 3.28, 8 GPUs of one model: like for like, so a ratio.
+  EXPECT_EQ(r20[0]["like_for_like"], true);
   EXPECT_NEAR(r20[0]["ratio_to_published"].get<double>(), 180566.6666666667 / 179520, 1e-12);
   const json& r9 = by_id["9"]["own_runs"];
   ASSERT_EQ(r9.size(), 1u);  // the tiny baseline only: ablations change the config
   EXPECT_EQ(r9[0]["scale"], "tiny");
   EXPECT_EQ(r9[0]["hardware"], "cpu");
-  EXPECT_EQ(r9[0]["n"], 4);
+  EXPECT_EQ(r9[0]["n"], 4 + 3);  // the tiny sweep's baseline and the drift sweep's
+  // A tiny CPU run is not a speedrun time: no ratio, and the reasons why.
+  EXPECT_FALSE(r9[0].value("like_for_like", false));
+  EXPECT_FALSE(r9[0].contains("ratio_to_published"));
+  EXPECT_EQ(r9[0]["not_comparable"], "tiny scale, dataset debian-text, cpu");
   EXPECT_TRUE(by_id["11"]["own_runs"].empty());
 }
 

@@ -5,7 +5,9 @@
 #include <signal.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <iostream>
 #include <filesystem>
@@ -184,7 +186,32 @@ TEST_F(E2eTest, SweepOfSixVariantsOnTwoWorkersCompletes) {
     EXPECT_EQ(ValPoints(id), 4) << "val at steps 0, 5, 10 and 12";
   }
   EXPECT_EQ(used, (std::set<std::string>{"w1", "w2"}));
+  // Blocks: every run of seed 0 was assigned before any run of seed 1 (attempt ids count
+  // assignments), and compare records each run's node and hardware in dispatch order.
+  int64_t last_block0 = 0, first_block1 = INT64_MAX;
+  for (int id = 1; id <= 12; ++id) {
+    json run = CliJson({"run", std::to_string(id)});
+    ASSERT_EQ(run["attempts"].size(), 1u) << run.dump();
+    const int64_t attempt = std::stoll(run["attempts"][0]["id"].get<std::string>());
+    if (run.value("seed", 0) == 0) last_block0 = std::max(last_block0, attempt);
+    if (run.value("seed", 0) == 1) first_block1 = std::min(first_block1, attempt);
+  }
+  EXPECT_LT(last_block0, first_block1);
+  json compare = CliJson({"compare", "1"});
+  std::set<int64_t> ranks;
+  for (const json& v : compare["variants"]) {
+    ASSERT_EQ(v["runs"].size(), 2u) << v.dump();
+    for (const json& place : v["runs"]) {
+      EXPECT_TRUE(place["worker_id"] == "w1" || place["worker_id"] == "w2") << place.dump();
+      EXPECT_EQ(place["hardware"], "cpu");
+      ranks.insert(std::stoll(place.value("dispatch_order", std::string("0"))));
+    }
+  }
+  EXPECT_EQ(ranks.size(), 12u) << "every run has its own place in the order";
+  EXPECT_TRUE(compare.contains("confound")) << compare.dump();
   json sweep = CliJson({"sweep", "1"});
+  ASSERT_EQ(sweep["dispatch_blocks"].size(), 2u) << sweep.dump();
+  EXPECT_EQ(sweep["dispatch_blocks"][0]["variants"].size(), 6u);
   EXPECT_EQ(sweep["state"], "SWEEP_SUCCEEDED");
   EXPECT_EQ(sweep["variants"].size(), 6u);
   json workers = CliJson({"workers"});

@@ -10,6 +10,13 @@
 //                           (nan where undefined)
 //   cmptime A... ; B...  -> CompareMetric on time to target of two such run lists: the Welch
 //                           fields as for welch (or "none")
+//   split A... ; B...    -> runs as (final loss, reached 0/1, time ms, steps, ms/step) quintuples:
+//                           n mean ci_half_width of A's steps to target and of A's ms/step, then
+//                           the Welch fields of steps and of ms/step, A against B (5 nan each
+//                           where there is no test)
+//   anova G... ; G... ;  -> one-way ANOVA over the groups: F p df_between df_within ("none")
+//   power N D            -> TwoSampleTPower(N, D)
+//   seeds D              -> SeedsForPower(D) ("none")
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -18,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "server/stats/confound.h"
 #include "server/stats/holm.h"
+#include "server/stats/plan_power.h"
 #include "server/stats/sample_stats.h"
 #include "server/stats/t_tests.h"
 #include "server/stats/variant_stats.h"
@@ -70,8 +79,55 @@ void PrintVariant(const std::vector<double>& triples) {
   PrintAll(out);
 }
 
+std::vector<RunOutcome> Quintuples(const std::vector<double>& v) {
+  std::vector<RunOutcome> runs;
+  for (size_t i = 0; i + 4 < v.size(); i += 5) {
+    RunOutcome r;
+    r.seed = static_cast<int>(i / 5);
+    r.final_val_loss = v[i];
+    r.reached_target = v[i + 1] != 0;
+    r.time_to_target_ms = v[i + 2];
+    r.steps_to_target = v[i + 3];  // ignored unless reached, as for stored runs
+    r.mean_step_ms = v[i + 4];
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+void AppendTest(const std::optional<TTestResult>& r, std::vector<double>& out) {
+  const double nan = std::nan("");
+  if (!r) return out.insert(out.end(), 5, nan), void();
+  out.insert(out.end(), {r->t, r->p_value, r->df, r->difference, r->ci_half_width});
+}
+
+void PrintSplit(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<RunOutcome> va = Quintuples(a), vb = Quintuples(b);
+  const VariantStats s = SummarizeVariant(va);
+  std::vector<double> out;
+  AppendSample(s.steps_to_target, out);
+  AppendSample(s.mean_step_ms, out);
+  AppendTest(CompareMetric(va, vb, Metric::kStepsToTarget).welch, out);
+  AppendTest(CompareMetric(va, vb, Metric::kMsPerStep).welch, out);
+  PrintAll(out);
+}
+
+void PrintAnova(const std::string& rest) {
+  std::vector<std::vector<double>> groups;
+  std::istringstream in(rest);
+  for (std::string part; std::getline(in, part, ';');) groups.push_back(Numbers(part));
+  const std::optional<AnovaResult> r = OneWayAnova(groups);
+  if (!r) return (void)std::printf("none\n");
+  PrintAll({r->f, r->p_value, r->df_between, r->df_within});
+}
+
 void Answer(const std::string& kind, const std::string& left, const std::string& right) {
   const std::vector<double> a = Numbers(left), b = Numbers(right);
+  if (kind == "split") return PrintSplit(a, b);
+  if (kind == "power") return PrintAll({TwoSampleTPower(static_cast<int>(a.at(0)), a.at(1))});
+  if (kind == "seeds") {
+    const std::optional<int> n = SeedsForPower(a.at(0));
+    return n ? PrintAll({static_cast<double>(*n)}) : (void)std::printf("none\n");
+  }
   if (kind == "variant") return PrintVariant(a);
   if (kind == "cmptime") {
     return PrintTest(CompareMetric(Outcomes(a), Outcomes(b), Metric::kTimeToTarget).welch);
@@ -98,6 +154,10 @@ int main() {
     const size_t space = line.find(' ');
     const std::string kind = line.substr(0, space);
     const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
+    if (kind == "anova") {
+      ablate::PrintAnova(rest);
+      continue;
+    }
     const size_t semi = rest.find(';');
     ablate::Answer(kind, rest.substr(0, semi),
                    semi == std::string::npos ? "" : rest.substr(semi + 1));

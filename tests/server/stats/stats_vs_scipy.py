@@ -1,13 +1,16 @@
 """Live check of server/stats against scipy: generates cases (Welch, paired, one-sample 'less',
 CI bounds, Holm, per-variant summaries and time comparisons with none, some and all runs
-reaching the target, with n = 1, zero variance, identical samples and huge n), runs them through
-stats_probe and compares at 1e-9 relative. Exit 77 (ctest skip) when scipy is missing.
+reaching the target, with n = 1, zero variance, identical samples and huge n; the steps-to-target
+and ms/step split; the confound check's one-way ANOVA against scipy.stats.f_oneway; `ablate plan`'s
+power against scipy.stats.nct), runs them through stats_probe and compares at 1e-9 relative.
+Exit 77 (ctest skip) when scipy is missing.
 
 Usage: stats_vs_scipy.py PATH/TO/stats_probe
 """
 import math
 import subprocess
 import sys
+import warnings
 
 try:
     import numpy as np
@@ -107,6 +110,106 @@ def outcome_cases(rng):
     return cases
 
 
+def split_ref(a, b):
+    """Steps to target (reached runs) and ms/step (all runs) of A, then A-vs-B Welch for each."""
+    out = []
+    for key, pick in ((3, lambda r: r[1]), (4, lambda r: True)):
+        c = ci_ref([r[key] for r in a if pick(r)])
+        out += c + [math.nan] * (3 - len(c))
+    for key, pick in ((3, lambda r: r[1]), (4, lambda r: True)):
+        xa, xb = [r[key] for r in a if pick(r)], [r[key] for r in b if pick(r)]
+        w = welch_ref(xa, xb) if len(xa) >= 2 and len(xb) >= 2 else None
+        out += w if w is not None else [math.nan] * 5
+    return out
+
+
+def split_runs(rng, n, reach_prob, step_ms, steps):
+    runs = []
+    for _ in range(n):
+        ms = step_ms + 1.5 * rng.standard_normal()
+        st = float(round(steps + 40 * rng.standard_normal()))
+        runs.append((3.28 + 0.003 * rng.standard_normal(), bool(rng.uniform() < reach_prob),
+                     ms * st, st, ms))
+    return runs
+
+
+def split_text(runs):
+    return fmt([v for r in runs for v in (r[0], 1.0 if r[1] else 0.0, r[2], r[3], r[4])])
+
+
+def split_cases(rng):
+    cases = []
+    probs = [0.0, 0.5, 1.0, 1.0]
+    for i in range(10):
+        a = split_runs(rng, int(rng.integers(2, 9)), probs[i % 4], 130 + i, 1400 - 20 * i)
+        b = split_runs(rng, int(rng.integers(2, 9)), probs[(i + 2) % 4], 130, 1400)
+        cases.append(("split %s ; %s" % (split_text(a), split_text(b)), split_ref(a, b),
+                      "split %d" % i, [REL] * 6 + [REL, REL, REL, REL, 1e-8] * 2))
+    return cases
+
+
+def anova_cases(rng):
+    cases = []
+    for i in range(10):
+        k = int(rng.integers(2, 6))
+        groups = [110 + (i % 3) * rng.uniform(0, 5) * g + 2 * rng.standard_normal(int(rng.integers(1, 9)))
+                  for g in range(k)]
+        if sum(len(g) for g in groups) - k < 1:
+            continue
+        r = stats.f_oneway(*groups)
+        n = sum(len(g) for g in groups)
+        cases.append(("anova " + " ; ".join(fmt(g) for g in groups),
+                      [r.statistic, r.pvalue, k - 1, n - k], "anova %d" % i))
+    # The issue's demo: 109 ms/step for the baseline drifting to 203 for the last variant.
+    drift = [[109, 111, 108], [140, 138, 150], [203, 199, 207]]
+    r = stats.f_oneway(*drift)
+    cases.append(("anova " + " ; ".join(fmt(g) for g in drift), [r.statistic, r.pvalue, 2, 6],
+                  "anova drift"))
+    single = stats.f_oneway([1, 2], [3])  # a group of one value still counts (N - k = 1)
+    cases.append(("anova 1 2 ; 3", [single.statistic, single.pvalue, 1, 1], "anova singleton"))
+    cases.append(("anova 1 2 3", "none", "anova one group"))
+    return cases
+
+
+def power_ref(n, d, alpha=0.05):
+    df = 2 * n - 2
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    ncp = d * math.sqrt(n / 2)
+    with warnings.catch_warnings():  # scipy's nct warns at df = 2 but returns the right value
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return stats.nct.sf(crit, df, ncp) + stats.nct.cdf(-crit, df, ncp)
+
+
+def simulated_power(n, d, sims=200000):
+    """Power by simulation, independent of the noncentral t: the share of two-sample t-tests on
+    normal data (means d apart, sd 1) with p < 0.05."""
+    rng = np.random.default_rng(16)
+    a = rng.standard_normal((sims, n)) + d
+    b = rng.standard_normal((sims, n))
+    return float(np.mean(stats.ttest_ind(a, b, axis=1).pvalue < 0.05))
+
+
+def seeds_ref(d, power=0.8):
+    n = 2
+    while power_ref(n, d) < power:
+        n += 1
+    return n
+
+
+def power_cases():
+    cases = []
+    for n, d in [(2, 1.0), (3, 2.0), (8, 1.0), (16, 1.0), (16, 0.5), (50, 0.3), (200, 0.25)]:
+        cases.append(("power %d %.17g" % (n, d), [power_ref(n, d)], "power n=%d d=%g" % (n, d),
+                      1e-7))
+    for d in [2.0, 1.0, 0.8, 0.5, 0.3, 0.2]:
+        cases.append(("seeds %.17g" % d, [seeds_ref(d)], "seeds d=%g" % d))
+    # And against simulation (sd of a 200,000-test estimate is at most 0.0011).
+    for n, d in [(8, 1.0), (17, 1.0)]:
+        cases.append(("power %d %.17g" % (n, d), [simulated_power(n, d)],
+                      "power n=%d d=%g by simulation" % (n, d), 0.01))
+    return cases
+
+
 def build_cases(rng):
     cases = []  # (line, expected list or None for "check by rule", label)
     for i in range(20):
@@ -147,6 +250,9 @@ def build_cases(rng):
         ("holm", [], "holm empty"),
     ]
     cases += outcome_cases(rng)
+    cases += split_cases(rng)
+    cases += anova_cases(rng)
+    cases += power_cases()
     big_a = 3.2787 + 0.0018 * rng.standard_normal(50000)
     big_b = 3.2790 + 0.0017 * rng.standard_normal(40000)
     cases.append(("welch %s ; %s" % (fmt(big_a), fmt(big_b)), welch_ref(big_a, big_b), "welch huge n",

@@ -11,7 +11,6 @@
 namespace ablate {
 namespace {
 
-using testing::AddSweep;
 using testing::OpenOrDie;
 using testing::TempDir;
 
@@ -24,6 +23,23 @@ std::set<std::string> Tables(const std::string& path) {
 }
 
 int LatestVersion() { return EmbeddedMigrations().back().version; }
+
+// A sweep with one variant and 4 runs, written with version 1's columns only.
+int64_t InsertVersionOneSweep(const std::string& path, const std::string& name,
+                              const std::string& tag) {
+  auto c = Connection::Open(path, ConnectionOptions{});
+  const std::string sql =
+      "INSERT INTO sweeps (id, name, state, spec_yaml, target_val_loss, seeds, gpus_per_run, "
+      "max_attempts, created_ms) VALUES (1, '" + name + "', 'queued', 'name: x', 3.28, 4, 0, 3, 1);"
+      "INSERT INTO sweep_tags (sweep_id, tag) VALUES (1, '" + tag + "');"
+      "INSERT INTO variants (id, sweep_id, idx, name, config_json, config_hash, diff_json) "
+      "VALUES (1, 1, 0, 'baseline', '{}', 'h', '{}');"
+      "INSERT INTO runs (sweep_id, variant_id, seed, state, created_ms) VALUES "
+      "(1, 1, 0, 'queued', 1), (1, 1, 1, 'queued', 1), (1, 1, 2, 'queued', 1), "
+      "(1, 1, 3, 'queued', 1);";
+  EXPECT_TRUE((*c)->Exec(sql).ok());
+  return 1;
+}
 
 TEST(MigrationsTest, EmbeddedTableIsSortedAndNamed) {
   auto migrations = EmbeddedMigrations();
@@ -77,8 +93,9 @@ TEST(MigrationsTest, UpgradeFromVersionOneKeepsData) {
     auto store = OpenOrDie(path, v1);
     ASSERT_NE(store, nullptr);
     ASSERT_EQ(store->SchemaVersion(), 1);
-    sweep_id = AddSweep(*store, "before-upgrade", {"old"});
   }
+  // Rows as a version-1 coordinator wrote them (today's store writes columns added since).
+  sweep_id = InsertVersionOneSweep(path, "before-upgrade", "old");
   EXPECT_FALSE(Tables(path).empty());
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
@@ -90,6 +107,10 @@ TEST(MigrationsTest, UpgradeFromVersionOneKeepsData) {
   RunFilter runs;
   runs.sweep_id = sweep_id;
   EXPECT_EQ(store->ListRuns(runs).value().size(), 4u);
+  // Columns added later read as their defaults: fixed seeds, submission order.
+  EXPECT_EQ(sweep->seeds_min, 0);
+  EXPECT_EQ(sweep->order_seed, 0);
+  EXPECT_EQ(store->ListRuns(runs).value()[0].dispatch_order, 0);
   // The version-2 indexes exist now.
   auto c = Connection::Open(path, ConnectionOptions{});
   auto index = (*c)->Prepare(

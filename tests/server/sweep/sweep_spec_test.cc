@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -153,15 +154,58 @@ TEST(Grid, WithoutBaselineHasOnlyGridPoints) {
   EXPECT_EQ(s.runs.size(), 15u);
 }
 
-TEST(Grid, APointEqualToTheBaselineIsReported) {
+TEST(Grid, APointEqualToTheBaselineIsMergedWithIt) {
+  // The example: a grid around r20's muon.lr of 0.05.
+  std::string text =
+      "name: grid\nbaseline: {preset: r20-sub3min, scale: tiny}\nseeds: 2\n"
+      "grid:\n  muon.lr: [0.03, 0.05, 0.07]\n";
+  ExpandedSweep s = MustParse(text, "g.yaml");
+  EXPECT_EQ(VariantNames(s),
+            (std::vector<std::string>{"baseline", "muon.lr=0.03", "muon.lr=0.07"}));
+  EXPECT_EQ(s.runs.size(), 6u) << "the merged point's runs are the baseline's, not extra ones";
+  EXPECT_EQ(s.notes, std::vector<std::string>{
+                         "grid point 'muon.lr=0.05' is the baseline itself (muon.lr = 0.05): "
+                         "merged with the baseline"});
+}
+
+TEST(Grid, WithoutBaselineAPointEqualToItIsAnOrdinaryVariant) {
+  std::string text =
+      "name: grid\nbaseline: {preset: r20-sub3min, scale: tiny}\ninclude_baseline: false\n"
+      "grid:\n  muon.lr: [0.04, 0.05]\n";
+  ExpandedSweep s = MustParse(text, "g.yaml");
+  EXPECT_EQ(VariantNames(s), (std::vector<std::string>{"muon.lr=0.04", "muon.lr=0.05"}));
+  EXPECT_TRUE(s.notes.empty());
+}
+
+TEST(Grid, AnAblationThatChangesNothingIsStillAnError) {
   std::string text =
       "name: grid\nbaseline: {preset: r20-sub3min, scale: tiny}\n"
-      "grid:\n  muon.lr: [0.04, 0.05]\n";
+      "ablations:\n  - {name: same-lr, set: {muon.lr: 0.05}}\n";
   absl::StatusOr<ExpandedSweep> r = ParseSweepSpec(text, "g.yaml");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(),
-            "g.yaml:4:3: grid: grid point 'muon.lr=0.05' changes nothing: the baseline already "
-            "has muon.lr = 0.05");
+  EXPECT_NE(r.status().message().find("ablation 'same-lr' changes nothing: the baseline already "
+                                      "has muon.lr = 0.05"),
+            std::string::npos)
+      << r.status();
+}
+
+TEST(RunOrder, RunsCarryBlockedShuffledRanks) {
+  ExpandedSweep s = MustParse(std::string(kGridSpec) + "order_seed: 11\n");
+  EXPECT_EQ(s.sweep.order_seed, 11);
+  const int n = static_cast<int>(s.variants.size());
+  std::vector<std::vector<int>> blocks(3);
+  for (const ablate::Run& r : s.runs) {
+    EXPECT_GE(r.dispatch_order, int64_t{r.seed} * n) << "block " << r.seed;
+    EXPECT_LT(r.dispatch_order, int64_t{r.seed + 1} * n) << "block " << r.seed;
+    blocks[r.seed].push_back(static_cast<int>(r.dispatch_order - int64_t{r.seed} * n));
+  }
+  for (std::vector<int>& b : blocks) {
+    std::sort(b.begin(), b.end());
+    EXPECT_EQ(b, (std::vector<int>{0, 1, 2, 3, 4, 5})) << "one rank per variant in each block";
+  }
+  // Without order_seed the spec text seeds it, the same on every expansion.
+  EXPECT_EQ(MustParse(kGridSpec).sweep.order_seed, MustParse(kGridSpec).sweep.order_seed);
+  EXPECT_NE(MustParse(kGridSpec).sweep.order_seed, 0);
 }
 
 TEST(Grid, CrossRuleViolationsNameThePoint) {

@@ -1,0 +1,24 @@
+// Text of `ablate sweep` and `ablate submit` about how a sweep's runs go out: its seeds (fixed or
+// sequential) and its blocked, shuffled dispatch order (server/core/run_order.h).
+#ifndef ABLATE_CLI_SWEEP_TEXT_H_
+#define ABLATE_CLI_SWEEP_TEXT_H_
+
+#include <ostream>
+#include <string>
+
+#include "ablate/v1/types.pb.h"
+
+namespace ablate {
+
+// "8 seeds", or "3 to 16 seeds (sequential)".
+std::string SeedsText(const v1::Sweep& sw);
+
+// "run order: blocks ..." and one line per block (at most kMaxBlocksShown, then how many more),
+// from Sweep.dispatch_blocks; nothing when there are none.
+void PrintRunOrder(const v1::Sweep& sw, std::ostream& out);
+
+inline constexpr int kMaxBlocksShown = 4;
+
+}  // namespace ablate
+
+#endif  // ABLATE_CLI_SWEEP_TEXT_H_
