@@ -206,7 +206,7 @@ void BenchStep(CudaContext& ctx, const Options& o, double ceiling) {
         Check(engine->Accumulate(tok.data(), windows, s.accum, Pass::kTrain), "forward/backward");
       }
       Check(engine->Step(k), "optimizer step");
-      Check(engine->EndStep(k, false, false), "end step");
+      Check(engine->EndStep(k, false, false, false), "end step");
     };
     auto collect = [&](int64_t k) {
       StepReport r = Take(engine->CollectStep(k), "collect step");

@@ -48,12 +48,13 @@ KNOB_DEFAULTS = {
     "muon.lr": 0.02, "muon.momentum": 0.95, "muon.nesterov": True, "muon.ns_steps": 5,
     "muon.ns_coeffs": [3.4445, -4.775, 2.0315], "muon.scale_rule": "sqrt_max1_ratio",
     "muon.momentum_warmup_start": 0.85, "muon.momentum_warmup_end": 0.95,
-    "muon.momentum_warmup_steps": 0, "adam.embed_lr": 0.3, "adam.head_lr": 0.002,
+    "muon.momentum_warmup_steps": 0, "muon.momentum_form": "sum", "adam.embed_lr": 0.3, "adam.head_lr": 0.002,
     "adam.scalar_lr": 0.02, "adam.beta1": 0.9, "adam.beta2": 0.95, "adam.eps": 1e-08,
     "num_iterations": 4578, "warmup_iters": 0, "warmdown_iters": 1308, "cooldown_frac": 0.0,
     "lr_floor": 0.0, "batch_tokens": 524288, "device_batch_tokens": 65536,
     "val_tokens": 10485760, "val_every": 125, "target_val_loss": 3.28, "untimed_steps": 10,
-    "seed": 0,
+    "seed": 0, "param_dtype.embed": "fp32", "param_dtype.head": "fp32",
+    "param_dtype.scalar": "fp32",
 }
 
 
@@ -150,6 +151,15 @@ def param_specs(cfg):
         specs.append((p + "mlp.fc.weight", (r * d, d), "muon"))
         specs.append((p + "mlp.proj.weight", (d, r * d), "muon"))
     return specs
+
+
+def stored_bf16(cfg, group):
+    """Whether a group's parameters are stored in bf16 (MODEL.md "Parameter storage")."""
+    return cfg["param_dtype." + group] == "bf16" if group != "muon" else False
+
+
+def bf16_round(t):
+    return t.to(torch.bfloat16).to(t.dtype)
 
 
 def scalar_init(name):
@@ -392,15 +402,77 @@ class Muon:
         c = self.cfg
         for name, p in self.params:
             buf = self.bufs[name]
-            buf.mul_(momentum).add_(p.grad)
-            g = p.grad + momentum * buf if c["muon.nesterov"] else buf.clone()
+            if c["muon.momentum_form"] == "lerp":  # r15+: buf.lerp_(g, 1-μ); g.lerp_(buf, μ)
+                buf.lerp_(p.grad, 1 - momentum)
+                g = p.grad.lerp(buf, momentum) if c["muon.nesterov"] else buf.clone()
+            else:  # r8-r11: buf = μ·buf + g; g + μ·buf
+                buf.mul_(momentum).add_(p.grad)
+                g = p.grad + momentum * buf if c["muon.nesterov"] else buf.clone()
             mats = g.unbind(0) if g.dim() == 3 else [g]
             outs = [newton_schulz(m, c["muon.ns_steps"], c["muon.ns_coeffs"]) for m in mats]
             update = torch.stack(outs) if g.dim() == 3 else outs[0]
             p.sub_(lr * self._scale(g.shape[-2], g.shape[-1]) * update)
 
 
+class Bf16Adam:
+    """Adam for parameters stored in bf16 (MODEL.md "Parameter storage"): the gradient is read
+    rounded to bf16, m, v and the parameter are rounded to bf16 when stored; fp32 arithmetic, as
+    torch's fused Adam does for bf16 parameters."""
+
+    def __init__(self, cfg, params, base_lr):
+        self.params, self.base_lr, self.t = params, base_lr, 0
+        self.b1, self.b2, self.eps = cfg["adam.beta1"], cfg["adam.beta2"], cfg["adam.eps"]
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+
+    @torch.no_grad()
+    def step(self, mult):
+        self.t += 1
+        bc1, bc2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
+        for p, m, v in zip(self.params, self.m, self.v):
+            g = bf16_round(p.grad)
+            m.copy_(bf16_round(self.b1 * m + (1 - self.b1) * g))
+            v.copy_(bf16_round(self.b2 * v + (1 - self.b2) * g * g))
+            denom = v.sqrt() / math.sqrt(bc2) + self.eps
+            p.copy_(bf16_round(p - (self.base_lr * mult / bc1) * m / denom))
+
+
+class Optimizers:
+    """torch Adam for the fp32 Adam groups, Bf16Adam for those stored in bf16, and Muon."""
+
+    def __init__(self, cfg, P):
+        groups = {"embed": [], "head": [], "scalar": [], "muon": []}
+        for name, _, group in param_specs(cfg):
+            groups[group].append((name, P[name]))
+        base_lr = {"embed": cfg["adam.embed_lr"], "head": cfg["adam.head_lr"],
+                   "scalar": cfg["adam.scalar_lr"]}
+        adam_groups, self.bf16 = [], []
+        for g in ("embed", "head", "scalar"):
+            params = [p for _, p in groups[g]]
+            if not params:
+                continue
+            if stored_bf16(cfg, g):
+                self.bf16.append(Bf16Adam(cfg, params, base_lr[g]))
+            else:
+                adam_groups.append({"params": params, "base_lr": base_lr[g], "lr": base_lr[g]})
+        self.adam = torch.optim.Adam(adam_groups, betas=(cfg["adam.beta1"], cfg["adam.beta2"]),
+                                     eps=cfg["adam.eps"], weight_decay=0.0,
+                                     foreach=False) if adam_groups else None
+        self.muon = Muon(cfg, groups["muon"])
+
+    def step(self, cfg, s):
+        mult = lr_multiplier(cfg, s)
+        if self.adam is not None:
+            for group in self.adam.param_groups:
+                group["lr"] = group["base_lr"] * mult
+            self.adam.step()
+        for b in self.bf16:
+            b.step(mult)
+        self.muon.step(cfg["muon.lr"] * mult, muon_momentum(cfg, s))
+
+
 def make_optimizers(cfg, P):
+    """(torch Adam over every Adam group in fp32, Muon): the step-time bench's optimizers."""
     groups = {"embed": [], "head": [], "scalar": [], "muon": []}
     for name, _, group in param_specs(cfg):
         groups[group].append((name, P[name]))
@@ -415,7 +487,7 @@ def make_optimizers(cfg, P):
 
 def train(cfg, P, tokens, steps, record_step0=None):
     """`steps` optimizer steps on tokens (steps, B, T+1); returns the loss of each step."""
-    adam, muon = make_optimizers(cfg, P)
+    opt = Optimizers(cfg, P)
     losses = []
     for s in range(steps):
         for p in P.values():
@@ -426,11 +498,7 @@ def train(cfg, P, tokens, steps, record_step0=None):
         losses.append(loss.item())
         if s == 0 and record_step0 is not None:
             record_step0(logits, loss)
-        mult = lr_multiplier(cfg, s)
-        for group in adam.param_groups:
-            group["lr"] = group["base_lr"] * mult
-        adam.step()
-        muon.step(cfg["muon.lr"] * mult, muon_momentum(cfg, s))
+        opt.step(cfg, s)
     return losses
 
 
@@ -478,12 +546,15 @@ def load_state(state_dir, dtype):
     import numpy as np
     tokens = read_array(os.path.join(state_dir, "tokens.i32"), (steps, B, T + 1), np.int32).long()
     want = {n: tuple(s) for n, s, _ in param_specs(cfg)}
+    groups = {n: g for n, _, g in param_specs(cfg)}
     got = {p["name"]: tuple(p["shape"]) for p in man["params"]}
     if want != got:
         raise ValueError(f"manifest params differ from the config's: {sorted(set(want) ^ set(got))}")
     P = {}
     for name, shape in want.items():
         t = read_array(os.path.join(state_dir, "params", name + ".f32"), shape, np.float32)
+        if stored_bf16(cfg, groups[name]):
+            t = bf16_round(t)  # stored in bf16: only bf16 values exist
         P[name] = t.to(dtype).requires_grad_(True)
     return cfg, P, tokens, steps
 
@@ -594,9 +665,16 @@ VARIANTS = {
     "muon_sqrt_max_dim": {"muon.scale_rule": "sqrt_max_dim", "muon.lr": 0.002},
     "nesterov_off": {"muon.nesterov": False},
     "momentum_warmup": {"muon.momentum_warmup_steps": 10},
+    "momentum_lerp": {"muon.momentum_form": "lerp", "muon.momentum_warmup_steps": 10},
+    "momentum_lerp_plain": {"muon.momentum_form": "lerp", "muon.nesterov": False,
+                            "muon.momentum_warmup_steps": 10},
     "cooldown_floor": {"cooldown_frac": 0.4, "lr_floor": 0.1},
     "warmup": {"warmup_iters": 3},
     "uniform_half": {"linear_init": "uniform_half"},
+    "bf16_embed_scalars": {"embed_shortcut": True, "unet_skips": True, "value_embeds": 2,
+                           "param_dtype.embed": "bf16", "param_dtype.scalar": "bf16"},
+    "bf16_head": {"param_dtype.head": "bf16"},
+    "bf16_tied": {"tie_embeddings": True, "param_dtype.head": "bf16"},
     "r9_like": {"value_residual": True, "embed_shortcut": True, "logit_softcap": 30.0,
                 "muon.momentum_warmup_steps": 10},
     "all_on": {  # the r20 recipe at this scale
@@ -605,9 +683,10 @@ VARIANTS = {
         "logit_softcap": 30.0, "softcap_kind": "sigmoid", "embed_shortcut": True,
         "unet_skips": True, "value_embeds": 2, "merged_qkv": True, "rope": "half_truncated",
         "doc_masking": True, "skip_attn_layers": [2], "linear_init": "uniform_half",
-        "muon.lr": 0.05, "muon.momentum_warmup_steps": 6, "adam.embed_lr": 0.6,
+        "muon.lr": 0.05, "muon.momentum_warmup_steps": 6, "muon.momentum_form": "lerp",
+        "adam.embed_lr": 0.6,
         "adam.head_lr": 0.008, "adam.scalar_lr": 0.04, "adam.beta1": 0.8, "adam.eps": 1e-10,
-        "cooldown_frac": 0.4, "lr_floor": 0.1},
+        "cooldown_frac": 0.4, "lr_floor": 0.1, "param_dtype.embed": "bf16"},
 }
 
 

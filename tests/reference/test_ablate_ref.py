@@ -138,6 +138,30 @@ class ScheduleTest(unittest.TestCase):
         self.assertEqual(ref.muon_momentum(record_cfg(), 0), 0.95)
 
 
+class MomentumFormTest(unittest.TestCase):
+    """sum (r8-r11) and lerp (r15+) buffers differ by the factor 1-μ, which Newton-Schulz's
+    normalisation removes while μ is constant; while μ warms up the factor changes per step."""
+
+    def run_form(self, form, momenta):
+        cfg = record_cfg(**{"muon.momentum_form": form})
+        gen = torch.Generator().manual_seed(7)
+        p = torch.randn(8, 12, generator=gen)
+        muon = ref.Muon(cfg, [("w", p)])
+        for mu in momenta:
+            p.grad = torch.randn(8, 12, generator=gen)
+            muon.step(0.02, mu)
+        return p
+
+    def test_equal_at_constant_momentum(self):
+        a, b = self.run_form("sum", [0.95] * 5), self.run_form("lerp", [0.95] * 5)
+        self.assertTrue(torch.allclose(a, b, atol=1e-5), (a - b).abs().max())
+
+    def test_differ_while_momentum_warms_up(self):
+        warm = [0.85, 0.87, 0.89, 0.91, 0.93]
+        a, b = self.run_form("sum", warm), self.run_form("lerp", warm)
+        self.assertGreater(float((a - b).abs().max()), 1e-3)
+
+
 def tiny(cfg):
     """The parity config made smaller still, so finite differences stay quick."""
     cfg = copy.deepcopy(cfg)

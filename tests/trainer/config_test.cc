@@ -1,6 +1,8 @@
 // Knob schema, canonical form, hashing and presets.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
 #include "trainer/config/sha256.h"
@@ -118,6 +120,40 @@ TEST(Presets, ScalesKeepEveryFeatureFlag) {
   J tiny = *PresetConfig("r20-sub3min", Scale::kTiny);
   EXPECT_EQ(tiny["vocab_size"], 512);
   EXPECT_LE(tiny["seq_len"].get<long long>(), 256);
+}
+
+// MODEL.md "Scales": windows keep their block counts and stay a fraction of a document, the
+// value embeddings stay "first k and last k" with a middle that has none, and a skipped
+// attention layer keeps its half of the U-Net and its place in it.
+TEST(Presets, SmallerScalesKeepTheRecordsStructure) {
+  auto blocks = [](const J& c, double tokens) {
+    double b = tokens / c["window.block_tokens"].get<double>();
+    return c["window.rounding"] == "ceil" ? std::ceil(b) : std::floor(b);
+  };
+  for (const char* name : {"r18-softcap15", "r20-sub3min"}) {
+    J full = *PresetConfig(name, Scale::kFull);
+    J small = *PresetConfig(name, Scale::kSmall);
+    J tiny = *PresetConfig(name, Scale::kTiny);
+    // Small: the same GPT-2 documents, so the same windows in tokens.
+    for (const char* k : {"window.block_tokens", "window.start_tokens", "window.end_tokens"}) {
+      EXPECT_EQ(small[k], full[k]) << name << " " << k;
+    }
+    // Tiny: 8-byte blocks, the schedule's block counts unchanged (1 -> 14 at the end).
+    EXPECT_EQ(tiny["window.block_tokens"], 8) << name;
+    for (const char* k : {"window.start_tokens", "window.end_tokens"}) {
+      EXPECT_EQ(blocks(tiny, tiny[k]), blocks(full, full[k])) << name << " " << k;
+    }
+    EXPECT_EQ(blocks(tiny, tiny["window.end_tokens"]), 14) << name;
+    EXPECT_LE(2 * tiny["window.end_tokens"].get<double>(), tiny["seq_len"].get<double>());
+    for (const J& c : {small, tiny}) {
+      EXPECT_EQ(c["n_layer"], 6);
+      EXPECT_EQ(c["value_embeds"], 2) << name;  // layers 0, 1 and 4, 5; none in 2, 3
+      EXPECT_EQ(c["skip_attn_layers"], J::array({3})) << name;  // 7 = decoder's 2nd of 6 -> 3
+    }
+  }
+  // k = n_layer (one table per layer) stays one per layer.
+  J ve_all = *ApplyScale(*CanonicalizeConfig(J{{"value_embeds", 12}}), Scale::kTiny);
+  EXPECT_EQ(ve_all["value_embeds"], 6);
 }
 
 }  // namespace

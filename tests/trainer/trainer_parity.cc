@@ -1,6 +1,6 @@
 // trainer_parity: runs a parity state (MODEL.md "Parity state") through the C++ model and
 // optimizers so that tests/reference/ablate_ref.py can compare it with the PyTorch reference.
-//   trainer_parity run --state DIR --out DIR [--train]
+//   trainer_parity run --state DIR --out DIR [--train] [--weights F] [--save-weights F]
 // Writes logits.f32 (B, T, V, after the softcap) and grads/<name>.f32 of step 0, and result.json
 // {"loss", "losses"}; with --train, `steps` optimizer steps on tokens[s] (no evaluation).
 #include <CLI/CLI.hpp>
@@ -14,9 +14,11 @@
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/parallel.h"
 #include "trainer/dist/in_process_communicator.h"
+#include "trainer/model/bf16.h"
 #include "trainer/model/gpt.h"
 #include "trainer/model/window_schedule.h"
 #include "trainer/optim/optimizer.h"
+#include "trainer/weights/weights_file.h"
 
 namespace ablate {
 namespace {
@@ -78,6 +80,7 @@ Status LoadParams(const fs::path& dir, Gpt<float>& gpt) {
     if (!values.ok()) return values.status();
     std::copy(values->begin(), values->end(), gpt.params().begin() + p.offset);
   }
+  RoundStoredParams(gpt.layout(), gpt.params().data());  // params stored in bf16 (MODEL.md)
   return {};
 }
 
@@ -118,15 +121,27 @@ Result<J> RunState(const State& st, Gpt<float>& gpt, const OptimConfig& oc, cons
   return J{{"loss", loss0}, {"losses", losses}};
 }
 
-int Run(const std::string& state_dir, const std::string& out_dir, bool train) {
+struct WeightFiles {
+  std::string load;  // --weights: the params come from this safetensors file (record names)
+  std::string save;  // --save-weights: the loaded params are written here (record names)
+};
+
+int Run(const std::string& state_dir, const std::string& out_dir, bool train,
+        const WeightFiles& files) {
   cpu::SetThreads(1);
   Result<State> st = LoadState(state_dir);
   if (!st.ok()) return std::cerr << "trainer_parity: " << st.error().message << "\n", 2;
   ModelConfig m = *ModelConfig::FromCanonical(st->config);
   OptimConfig oc = *OptimConfig::FromCanonical(st->config);
   Gpt<float> gpt(m, st->b, st->t);
-  Status s = LoadParams(state_dir, gpt);
+  Status s = files.load.empty()
+                 ? LoadParams(state_dir, gpt)
+                 : LoadWeightsFile(files.load, m, gpt.layout(), gpt.params().data());
   if (!s.ok()) return std::cerr << "trainer_parity: " << s.message() << "\n", 2;
+  if (!files.save.empty()) {
+    s = SaveWeights(files.save, m, gpt.layout(), gpt.params().data(), {{"format", "pt"}});
+    if (!s.ok()) return std::cerr << "trainer_parity: " << s.message() << "\n", 1;
+  }
   Result<J> result = RunState(*st, gpt, oc, out_dir, train);
   if (!result.ok()) return std::cerr << "trainer_parity: " << result.error().message << "\n", 1;
   std::ofstream(fs::path(out_dir) / "result.json") << result->dump() << "\n";
@@ -147,6 +162,11 @@ int main(int argc, char** argv) {
   run->add_option("--state", state, "parity state directory")->required();
   run->add_option("--out", out, "output directory")->required();
   run->add_flag("--train", train, "also run the state's `steps` optimizer steps");
+  ablate::WeightFiles files;
+  run->add_option("--weights", files.load,
+                  "take the params from this safetensors file (record names), not params/");
+  run->add_option("--save-weights", files.save,
+                  "write the loaded params as safetensors with the record names");
   CLI11_PARSE(app, argc, argv);
-  return ablate::Run(state, out, train);
+  return ablate::Run(state, out, train, files);
 }

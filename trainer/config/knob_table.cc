@@ -78,10 +78,20 @@ std::vector<KnobSpec> BuildKnobs() {
       Bool("doc_masking", false, "attention never crosses a bos_token boundary (r12)"),
       {"skip_attn_layers", KnobType::kIntList, J::array(), 0, 63, {}, 0,
        "layers without attention (r17: [7])"},
+      // Parameter storage (the CPU rounds to bf16 after every update; see MODEL.md).
+      Choice("param_dtype.embed", "fp32", {"fp32", "bf16"},
+             "storage of embed and value embeddings (and their grads and Adam moments): "
+             "r11+: bf16"),
+      Choice("param_dtype.head", "fp32", {"fp32", "bf16"}, "storage of lm_head (records: fp32)"),
+      Choice("param_dtype.scalar", "fp32", {"fp32", "bf16"},
+             "storage of the λs and skip weights: r11: bf16 (model.bfloat16()), r18+: fp32"),
       // Muon.
       Float("muon.lr", 0.02, 0, 10, "Muon learning rate (r8: 0.02, r11: 0.04, r13+: 0.05)"),
       Float("muon.momentum", 0.95, 0, 1, "Muon momentum when momentum warm-up is off"),
       Bool("muon.nesterov", true, "Nesterov momentum"),
+      Choice("muon.momentum_form", "sum", {"sum", "lerp"},
+             "sum: buf = μ·buf + g, update g + μ·buf (r8–r11); lerp: buf.lerp_(g, 1-μ), update "
+             "g.lerp_(buf, μ) (r15+); equal at constant μ, they differ while μ warms up"),
       Int("muon.ns_steps", 5, 0, 100, "Newton–Schulz iterations"),
       {"muon.ns_coeffs", KnobType::kFloatList, J::array({3.4445, -4.7750, 2.0315}), -100, 100, {},
        3, "quintic NS coefficients (a, b, c)"},

@@ -24,7 +24,10 @@ J R11() {
   J j = R9();
   j.update(J{{"unet_skips", true},       {"adam.embed_lr", 0.6}, {"adam.head_lr", 0.008},
              {"adam.scalar_lr", 0.04},   {"muon.lr", 0.04},      {"num_iterations", 3000},
-             {"warmdown_iters", 900}});
+             {"warmdown_iters", 900},
+             // model.bfloat16() then .float() on CastedLinear only: the embedding, every λ and
+             // the skip weights stay bf16 parameters.
+             {"param_dtype.embed", "bf16"}, {"param_dtype.scalar", "bf16"}});
   return j;
 }
 
@@ -44,6 +47,8 @@ J R18() {
              {"adam.beta1", 0.8},
              {"muon.lr", 0.05},
              {"muon.momentum_warmup_steps", 300},
+             {"muon.momentum_form", "lerp"},
+             {"param_dtype.scalar", "fp32"},  // fp32 params, only the embeddings bf16
              {"cooldown_frac", 0.4},
              {"warmdown_iters", 0},
              {"num_iterations", 1390},
@@ -102,6 +107,52 @@ constexpr ScaleShape kTiny = {6, 64, 2, 32, 256, 2048, 2048, 300, 16384, 25, 2};
 
 long long Scaled(long long v, double r) { return static_cast<long long>(std::llround(v * r)); }
 
+// Windows keep their schedule in blocks (r18: 1 → 14, r20: long 1 → 14, short 0 → 7); only the
+// block shrinks, to the largest power of two that lets the longest window fit twice in the
+// sequence. The small scale's 8192 GPT-2 tokens keep the records' 128-token blocks (the windows
+// are the same number of tokens of the same documents); the tiny scale's 256 bytes get 8-byte
+// blocks, windows of 8 to ~116 bytes against fortunes of a few hundred bytes, so the window
+// still limits early and the document mask late, as at full size.
+void ScaleWindows(const J& c, long long seq, J& out) {
+  long long block = c["window.block_tokens"];
+  double widest = std::max(c["window.start_tokens"].get<double>(),
+                           c["window.end_tokens"].get<double>());
+  double blocks = std::max(1.0, std::ceil(widest / double(block)));
+  long long fit = std::max(1LL, static_cast<long long>(double(seq) / (2 * blocks)));
+  long long scaled = 1;
+  while (scaled * 2 <= std::min(block, fit)) scaled *= 2;
+  if (block <= fit) scaled = block;  // the records' block when it fits
+  double r = double(scaled) / double(block);
+  out["window.block_tokens"] = scaled;
+  out["window.start_tokens"] = c["window.start_tokens"].get<double>() * r;
+  out["window.end_tokens"] = c["window.end_tokens"].get<double>() * r;
+}
+
+// Layer-indexed features keep their place in the U-Net: value embeddings stay "first k and last
+// k layers" with the same share of the stack (r18: 3 of 12 at each end → 2 of 6, so the middle
+// still has none), and a skipped attention layer keeps its half (encoder or decoder) and its
+// relative position within it (r18's layer 7, second of the decoder's 6 → layer 3, first of 3).
+void ScaleLayers(const J& c, long long layers, J& out) {
+  long long old_layers = c["n_layer"], old_half = std::max(1LL, old_layers / 2),
+            half = std::max(1LL, layers / 2);
+  J skip = J::array();
+  for (const J& l : c["skip_attn_layers"]) {
+    long long i = l.get<long long>();
+    long long m = i < old_half ? i * half / old_half : half + (i - old_half) * half / old_half;
+    m = std::min(m, layers - 1);
+    if (std::find(skip.begin(), skip.end(), J(m)) == skip.end()) skip.push_back(m);
+  }
+  out["skip_attn_layers"] = skip;
+  long long ve = c["value_embeds"];
+  if (ve == old_layers) {
+    out["value_embeds"] = layers;
+  } else if (ve > 0) {
+    long long k = std::max(1LL, Scaled(ve, double(layers) / double(old_layers)));
+    if (2 * ve < old_layers) k = std::min(k, (layers - 1) / 2);  // keep a middle without VEs
+    out["value_embeds"] = std::max(1LL, std::min(k, layers / 2));
+  }
+}
+
 }  // namespace
 
 std::span<const Preset> AllPresets() {
@@ -136,7 +187,7 @@ Result<J> ApplyScale(const J& c, Scale scale) {
   if (scale == Scale::kFull) return c;
   const ScaleShape& s = scale == Scale::kSmall ? kSmall : kTiny;
   J out = c;
-  long long old_layers = c["n_layer"], old_seq = c["seq_len"], old_iters = c["num_iterations"];
+  long long old_seq = c["seq_len"], old_iters = c["num_iterations"];
   out["n_layer"] = s.n_layer;
   out["model_dim"] = s.model_dim;
   out["n_head"] = s.n_head;
@@ -148,11 +199,7 @@ Result<J> ApplyScale(const J& c, Scale scale) {
   if (s.batch_tokens % out["device_batch_tokens"].get<long long>() != 0) {
     out["batch_tokens"] = out["device_batch_tokens"];
   }
-  // Windows shrink with the sequence so that they cover the same fraction of it.
-  double seq_ratio = double(seq) / double(old_seq);
-  out["window.block_tokens"] = std::max(1LL, Scaled(c["window.block_tokens"], seq_ratio));
-  out["window.start_tokens"] = c["window.start_tokens"].get<double>() * seq_ratio;
-  out["window.end_tokens"] = c["window.end_tokens"].get<double>() * seq_ratio;
+  ScaleWindows(c, seq, out);
   // Step counts shrink in proportion so that schedules keep their shape.
   long long iters = s.num_iterations > 0 ? s.num_iterations : std::max(1LL, old_iters / 4);
   double step_ratio = double(iters) / double(old_iters);
@@ -163,15 +210,7 @@ Result<J> ApplyScale(const J& c, Scale scale) {
   out["val_tokens"] = s.val_tokens;
   out["val_every"] = s.val_every;
   out["untimed_steps"] = s.untimed_steps;
-  // Layer-indexed features map onto the smaller stack.
-  J skip = J::array();
-  for (const J& l : c["skip_attn_layers"]) {
-    long long m = l.get<long long>() * s.n_layer / old_layers;
-    if (std::find(skip.begin(), skip.end(), J(m)) == skip.end()) skip.push_back(m);
-  }
-  out["skip_attn_layers"] = skip;
-  long long ve = c["value_embeds"];
-  out["value_embeds"] = ve == old_layers ? s.n_layer : std::min(ve, s.n_layer / 2);
+  ScaleLayers(c, s.n_layer, out);
   if (scale == Scale::kTiny) {
     // The byte-level tokenizer of `ablate-data encode`: bytes 0..255, BOS 256, padded to 512.
     out["vocab_size"] = 512;

@@ -5,11 +5,11 @@
 // the embeddings, head and global scalars after the whole backward; the optimizer's stream
 // waits for the last of them (events, no host wait).
 //
-// A step's report (loss, data failure, stop) goes into a 3-float device vector, is averaged
-// over ranks on the communication stream, and comes back through pinned memory; its clock is a
-// pair of timing events on the compute stream. Two report slots alternate, so step s + 1 is
-// queued while step s is still running. Nothing in a step waits on the host except the staging
-// of a micro-batch two ahead of the device (gpt.cc).
+// A step's report (loss, data failure, stop, checkpoint) goes into a 4-float device vector, is
+// averaged over ranks on the communication stream, and comes back through pinned memory; its
+// clock is a pair of timing events on the compute stream. Two report slots alternate, so step
+// s + 1 is queued while step s is still running. Nothing in a step waits on the host except the
+// staging of a micro-batch two ahead of the device (gpt.cc).
 #include "trainer/cuda/cuda_engine.h"
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "trainer/cuda/cuda_event.h"
 #include "trainer/cuda/gpt.h"
 #include "trainer/cuda/optimizer.h"
+#include "trainer/model/bf16.h"
 #include "trainer/model/param_init.h"
 
 namespace ablate::cuda {
@@ -33,11 +34,13 @@ class CudaEngine : public Engine {
         optimizer_(optim, gpt_->device_layout(), comm.rank(), comm.world_size()),
         coll_(comm.device()),
         starts_(gpt_->device_layout().BlockStarts(gpt_->config().n_layer)),
+        comm_(comm),
         rank_(comm.rank()) {}
 
   Status Init(uint64_t seed) override {
     std::vector<float> host(size_t(gpt_->layout().total()));
     InitParams(gpt_->config(), gpt_->layout(), seed, host.data());
+    RoundStoredParams(gpt_->layout(), host.data());  // the records cast after init
     ABLATE_RETURN_IF_ERROR(gpt_->SetParams(host.data()));
     if (coll_ != nullptr) {
       ABLATE_RETURN_IF_ERROR(grads_ready_.Create());
@@ -48,9 +51,9 @@ class CudaEngine : public Engine {
       ABLATE_RETURN_IF_ERROR(slot.begin.Create(/*timing=*/true));
       ABLATE_RETURN_IF_ERROR(slot.end.Create(/*timing=*/true));
     }
-    ABLATE_RETURN_IF_ERROR(report_dev_.Allocate(6, "the step reports"));
-    ABLATE_RETURN_IF_ERROR(report_in_.Allocate(6, "the step reports"));
-    ABLATE_RETURN_IF_ERROR(report_out_.Allocate(6, "the step reports"));
+    ABLATE_RETURN_IF_ERROR(report_dev_.Allocate(2 * kReport, "the step reports"));
+    ABLATE_RETURN_IF_ERROR(report_in_.Allocate(2 * kReport, "the step reports"));
+    ABLATE_RETURN_IF_ERROR(report_out_.Allocate(2 * kReport, "the step reports"));
     ABLATE_RETURN_IF_ERROR(optimizer_.Init(*ctx_));
     ABLATE_RETURN_IF_ERROR(ctx_->Synchronize());
     return SampleMemory();
@@ -97,23 +100,25 @@ class CudaEngine : public Engine {
     return slot.begin.Record(ctx_->stream());
   }
 
-  Status EndStep(int64_t step, bool data_failed, bool stop) override {
+  Status EndStep(int64_t step, bool data_failed, bool stop, bool checkpoint) override {
     int64_t k = step % 2;
     Slot& slot = slots_[k];
-    float* dev = report_dev_.get() + 3 * k;
-    float* in = report_in_.get() + 3 * k;  // free: its last copy was collected with the slot
+    float* dev = report_dev_.get() + kReport * k;
+    float* in = report_in_.get() + kReport * k;  // free: its last copy was collected
     in[0] = data_failed ? 1.f : 0.f;
     in[1] = rank_ == 0 && stop ? 1.f : 0.f;
+    in[2] = rank_ == 0 && checkpoint ? 1.f : 0.f;
     ABLATE_RETURN_IF_ERROR(gpt_->MoveLoss(dev));
-    ABLATE_CUDA_CHECK(
-        cudaMemcpyAsync(dev + 1, in, 2 * sizeof(float), cudaMemcpyHostToDevice, ctx_->stream()));
+    ABLATE_CUDA_CHECK(cudaMemcpyAsync(dev + 1, in, (kReport - 1) * sizeof(float),
+                                      cudaMemcpyHostToDevice, ctx_->stream()));
     if (coll_ != nullptr) {
       ABLATE_RETURN_IF_ERROR(grads_ready_.Order(ctx_->stream(), CommStream()));
-      ABLATE_RETURN_IF_ERROR(coll_->AllReduce(dev, 3, WireType::kF32, ReduceOp::kAvg));
+      ABLATE_RETURN_IF_ERROR(coll_->AllReduce(dev, kReport, WireType::kF32, ReduceOp::kAvg));
       ABLATE_RETURN_IF_ERROR(grads_reduced_.Order(CommStream(), ctx_->stream()));
     }
-    ABLATE_CUDA_CHECK(cudaMemcpyAsync(report_out_.get() + 3 * k, dev, 3 * sizeof(float),
-                                      cudaMemcpyDeviceToHost, ctx_->stream()));
+    ABLATE_CUDA_CHECK(cudaMemcpyAsync(report_out_.get() + kReport * k, dev,
+                                      kReport * sizeof(float), cudaMemcpyDeviceToHost,
+                                      ctx_->stream()));
     ABLATE_RETURN_IF_ERROR(slot.end.Record(ctx_->stream()));
     slot.step = step;
     return {};
@@ -127,14 +132,38 @@ class CudaEngine : public Engine {
     ABLATE_RETURN_IF_ERROR(ctx_->Wait(slot.end));
     Result<float> ms = slot.end.ElapsedMsSince(slot.begin);
     if (!ms.ok()) return ms.error();
-    const float* out = report_out_.get() + 3 * (step % 2);
+    const float* out = report_out_.get() + kReport * (step % 2);
     slot.step = -1;
-    return StepReport{out[0], out[1] > 0, out[2] > 0, double(*ms)};
+    return StepReport{out[0], out[1] > 0, out[2] > 0, out[3] > 0, double(*ms)};
   }
 
   int StepsInFlight() const override { return 1; }
 
   Status Synchronize() override { return ctx_->Synchronize(); }
+
+  Status GetParams(std::vector<float>& host) override {
+    host.assign(size_t(gpt_->layout().total()), 0.f);
+    ABLATE_RETURN_IF_ERROR(ctx_->Synchronize());
+    return gpt_->GetParams(host.data());
+  }
+
+  Status SetParams(const std::vector<float>& host) override {
+    if (int64_t(host.size()) != gpt_->layout().total()) {
+      return Error{"SetParams: " + std::to_string(host.size()) + " values for " +
+                       std::to_string(gpt_->layout().total()) + " parameters",
+                   ""};
+    }
+    ABLATE_RETURN_IF_ERROR(ctx_->Synchronize());
+    return gpt_->SetParams(host.data());
+  }
+
+  Status GetOptimizerState(OptimizerState& state) override {
+    return optimizer_.GetState(*ctx_, state, comm_);
+  }
+
+  Status SetOptimizerState(const OptimizerState& state) override {
+    return optimizer_.SetState(*ctx_, state);
+  }
 
   std::optional<DeviceMemory> Memory() override {
     if (!SampleMemory().ok()) return std::nullopt;
@@ -176,10 +205,12 @@ class CudaEngine : public Engine {
     int64_t step = -1;
   };
   Slot slots_[2];
+  Communicator& comm_;  // host collectives (checkpoint state)
   int rank_;
-  DeviceBuffer<float> report_dev_;  // (2 × 3) loss, data failure, stop
-  PinnedBuffer<float> report_in_;   // (2 × 3) the host's flags, [1..2] of each slot
-  PinnedBuffer<float> report_out_;  // (2 × 3) the reduced reports
+  static constexpr int64_t kReport = 4;  // loss, data failure, stop, checkpoint
+  DeviceBuffer<float> report_dev_;  // (2 × kReport)
+  PinnedBuffer<float> report_in_;   // (2 × kReport) the host's flags, [1..3] of each slot
+  PinnedBuffer<float> report_out_;  // (2 × kReport) the reduced reports
   int64_t micro_ = 0;
   bool reduced_ = false;
   DeviceMemory memory_;

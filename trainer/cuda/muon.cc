@@ -93,13 +93,14 @@ float Muon::Scale(const MuonMatrix& m) const {
   return float(lr_ * MuonScale(config_.scale_rule, m.rows, m.cols));
 }
 
-Status Muon::Orthogonalise(CudaContext& ctx, Group& g, const float* grads, float mu) {
+Status Muon::Orthogonalise(CudaContext& ctx, Group& g, const float* grads, double mu) {
   int64_t count = int64_t(g.members.size()), per = g.r * g.c;
   for (int64_t j = 0; j < count; ++j) {
     int64_t index = g.members[j];
     ABLATE_RETURN_IF_ERROR(muon_momentum(ctx, momentum_.get() + momentum_offsets_[index],
                                          grads + matrices_[index].offset,
-                                         g.staging.get() + j * per, per, mu, config_.nesterov));
+                                         g.staging.get() + j * per, per, mu, config_.nesterov,
+                                         config_.momentum_form == MomentumForm::kLerp));
   }
   ABLATE_RETURN_IF_ERROR(muon_inv_norm(ctx, g.inv_norm.get(), g.staging.get(), count, per));
   ABLATE_RETURN_IF_ERROR(
@@ -110,7 +111,7 @@ Status Muon::Orthogonalise(CudaContext& ctx, Group& g, const float* grads, float
 Status Muon::Launch(CudaContext& ctx, float* params, const float* grads, double lr_mult,
                     int64_t step, DeviceCollectives* coll) {
   lr_ = config_.lr * lr_mult;
-  float mu = float(config_.momentum.At(step));
+  double mu = config_.momentum.At(step);
   if (world_ > 1 && coll == nullptr) {
     return Error{"Muon on " + std::to_string(world_) + " ranks needs device collectives", ""};
   }
@@ -148,6 +149,39 @@ Status Muon::Finish(CudaContext& ctx, float* params, DeviceCollectives* coll) {
         muon_apply(ctx, params + m.offset, x, m.rows, m.cols, m.rows > m.cols, Scale(m)));
   }
   return {};
+}
+
+int64_t Muon::StateSize() const {
+  int64_t n = 0;
+  for (const MuonMatrix& m : matrices_) n += m.rows * m.cols;
+  return n;
+}
+
+Status Muon::GetState(CudaContext& ctx, std::vector<float>& momentum) {
+  momentum.assign(size_t(StateSize()), 0.f);
+  int64_t at = 0;
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    int64_t n = matrices_[i].rows * matrices_[i].cols;
+    if (momentum_offsets_[i] >= 0) {
+      ABLATE_RETURN_IF_ERROR(ctx.ToHost(momentum.data() + at,
+                                        momentum_.get() + momentum_offsets_[i], n * 4));
+    }
+    at += n;
+  }
+  return {};
+}
+
+Status Muon::SetState(CudaContext& ctx, const std::vector<float>& momentum) {
+  int64_t at = 0;
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    int64_t n = matrices_[i].rows * matrices_[i].cols;
+    if (momentum_offsets_[i] >= 0) {
+      ABLATE_RETURN_IF_ERROR(ctx.ToDevice(momentum_.get() + momentum_offsets_[i],
+                                          momentum.data() + at, n * 4));
+    }
+    at += n;
+  }
+  return ctx.Synchronize();
 }
 
 }  // namespace ablate::cuda

@@ -40,6 +40,12 @@ class Muon {
   // Several ranks: ctx's stream waits for the gather, then every matrix's update is applied.
   // No-op on one rank. Collective order: every rank calls Launch, then Finish.
   Status Finish(CudaContext& ctx, float* params, DeviceCollectives* coll);
+  // Checkpoints (the CPU twin's layout: every matrix's momentum in matrix order). GetState
+  // returns this rank's matrices' and zeros elsewhere (the caller sums over ranks); SetState
+  // keeps this rank's. Wait for ctx.
+  Status GetState(CudaContext& ctx, std::vector<float>& momentum);
+  Status SetState(CudaContext& ctx, const std::vector<float>& momentum);
+  int64_t StateSize() const;
   // Both, for callers with nothing to overlap.
   Status Step(CudaContext& ctx, float* params, const float* grads, double lr_mult, int64_t step,
               DeviceCollectives* coll = nullptr) {
@@ -61,7 +67,7 @@ class Muon {
 
   Status NewtonSchulz(CudaContext& ctx, Group& g);
   // Momentum, norms, packing and NS of group g (its members are this rank's matrices).
-  Status Orthogonalise(CudaContext& ctx, Group& g, const float* grads, float mu);
+  Status Orthogonalise(CudaContext& ctx, Group& g, const float* grads, double mu);
   float Scale(const MuonMatrix& m) const;
 
   MuonConfig config_;

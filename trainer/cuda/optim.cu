@@ -19,26 +19,40 @@ constexpr int kThreads = 256;
 
 // ---- Adam ----------------------------------------------------------------------------------
 
-__global__ void AdamKernel(float* p, const float* g, float* m, float* v, int64_t n, AdamCoeffs k) {
+// State is float or bf16. A bf16 span (stored in bf16, AdamSpan::bf16) reads its gradient
+// rounded to bf16, keeps m and v in bf16 and rounds the parameter to bf16 after the update (its
+// master copy holds bf16 values in an fp32 buffer); the arithmetic is fp32 either way (the CPU
+// twin: AdamUpdate and AdamUpdateBf16).
+template <class State>
+__global__ void AdamKernel(float* p, const float* g, State* m, State* v, int64_t n,
+                           AdamCoeffs k) {
   for (int64_t i = GlobalThread(); i < n; i += GridStride()) {
-    float gi = g[i];
-    float mi = k.b1 * m[i] + k.one_minus_b1 * gi;
-    float vi = k.b2 * v[i] + k.one_minus_b2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] -= k.step_size * mi / (sqrtf(vi) * k.inv_bc2 + k.eps);
+    float gi = ToFloat(FromFloat<State>(g[i]));
+    float mi = ToFloat(FromFloat<State>(k.b1 * ToFloat(m[i]) + k.one_minus_b1 * gi));
+    float vi = ToFloat(FromFloat<State>(k.b2 * ToFloat(v[i]) + k.one_minus_b2 * gi * gi));
+    m[i] = FromFloat<State>(mi);
+    v[i] = FromFloat<State>(vi);
+    p[i] = ToFloat(FromFloat<State>(p[i] - k.step_size * mi / (sqrtf(vi) * k.inv_bc2 + k.eps)));
   }
 }
 
 // ---- Muon ----------------------------------------------------------------------------------
 
-// buf = μ·buf + g; out = g + μ·buf (Nesterov) or buf.
+// torch.lerp's arithmetic (the CPU twin: TorchLerp in optim/muon.h).
+__device__ __forceinline__ float Lerp(float a, float b, float w) {
+  float diff = b - a;
+  return (w < 0.5f && w > -0.5f) ? a + w * diff : b - diff * (1.f - w);
+}
+
+// Sum form: buf = μ·buf + g; out = g + μ·buf (Nesterov) or buf.
+// Lerp form: buf = lerp(buf, g, 1 − μ); out = lerp(g, buf, μ) (Nesterov) or buf.
 __global__ void MomentumKernel(float* buf, const float* g, float* out, int64_t n, float mu,
-                               bool nesterov) {
+                               float one_minus_mu, bool nesterov, bool lerp) {
   for (int64_t i = GlobalThread(); i < n; i += GridStride()) {
-    float b = mu * buf[i] + g[i];
+    float gi = g[i];
+    float b = lerp ? Lerp(buf[i], gi, one_minus_mu) : mu * buf[i] + gi;
     buf[i] = b;
-    out[i] = nesterov ? g[i] + mu * b : b;
+    out[i] = !nesterov ? b : lerp ? Lerp(gi, b, mu) : gi + mu * b;
   }
 }
 
@@ -81,15 +95,24 @@ __global__ void ApplyKernel(float* p, const bf16* x, int64_t rows, int64_t cols,
 Status adam_update(CudaContext& ctx, float* p, const float* g, float* m, float* v, int64_t n,
                    const AdamCoeffs& k) {
   if (n == 0) return {};
-  AdamKernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(p, g, m, v, n, k);
+  AdamKernel<float><<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(p, g, m, v, n, k);
   ABLATE_CUDA_LAUNCH_CHECK("AdamKernel");
   return {};
 }
 
-Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n, float mu,
-                     bool nesterov) {
+Status adam_update_bf16(CudaContext& ctx, float* p, const float* g, bf16* m, bf16* v, int64_t n,
+                        const AdamCoeffs& k) {
   if (n == 0) return {};
-  MomentumKernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(buf, g, out, n, mu, nesterov);
+  AdamKernel<bf16><<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(p, g, m, v, n, k);
+  ABLATE_CUDA_LAUNCH_CHECK("AdamKernel<bf16>");
+  return {};
+}
+
+Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n, double mu,
+                     bool nesterov, bool lerp) {
+  if (n == 0) return {};
+  MomentumKernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
+      buf, g, out, n, float(mu), float(1.0 - mu), nesterov, lerp);
   ABLATE_CUDA_LAUNCH_CHECK("MomentumKernel");
   return {};
 }

@@ -20,9 +20,15 @@ struct AdamCoeffs {
 Status adam_update(CudaContext& ctx, float* p, const float* g, float* m, float* v, int64_t n,
                    const AdamCoeffs& k);
 
-// buf (n) = μ·buf + g; out (n) = g + μ·buf with Nesterov, else buf.
-Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n, float mu,
-                     bool nesterov);
+// The same for a span stored in bf16: g read rounded to bf16, m and v in bf16, p rounded to
+// bf16 after the update (bf16 values in its fp32 buffer).
+Status adam_update_bf16(CudaContext& ctx, float* p, const float* g, bf16* m, bf16* v, int64_t n,
+                        const AdamCoeffs& k);
+
+// lerp false: buf (n) = μ·buf + g; out (n) = g + μ·buf with Nesterov, else buf.
+// lerp true: buf = lerp(buf, g, 1 − μ); out = lerp(g, buf, μ) with Nesterov, else buf.
+Status muon_momentum(CudaContext& ctx, float* buf, const float* g, float* out, int64_t n, double mu,
+                     bool nesterov, bool lerp);
 
 // inv_norm[j] = 1 / (‖staging[j]‖_F + 1e-7) for the `count` matrices of n elements in staging.
 Status muon_inv_norm(CudaContext& ctx, float* inv_norm, const float* staging, int64_t count,

@@ -24,7 +24,7 @@ std::vector<AdamSpan> DeviceAdamSpans(const OptimConfig& c, const DeviceLayout& 
   std::vector<AdamSpan> out;
   for (const ParamInfo& p : layout.host().params()) {
     if (p.group != ParamGroup::kMuon)
-      out.push_back({layout.Map(p.offset), p.numel, c.BaseLr(p.group)});
+      out.push_back({layout.Map(p.offset), p.numel, c.BaseLr(p.group), p.bf16});
   }
   return out;
 }
@@ -49,6 +49,21 @@ Status Optimizer::Step(CudaContext& ctx, float* params, const float* grads, int6
   ABLATE_RETURN_IF_ERROR(muon_.Launch(ctx, params, grads, mult, step, coll));
   ABLATE_RETURN_IF_ERROR(adam_.Step(ctx, params, grads, mult));
   return muon_.Finish(ctx, params, coll);
+}
+
+Status Optimizer::GetState(CudaContext& ctx, OptimizerState& state, Communicator& comm) {
+  ABLATE_RETURN_IF_ERROR(ctx.Synchronize());
+  ABLATE_RETURN_IF_ERROR(adam_.GetState(ctx, state.adam_steps, state.adam_m, state.adam_v));
+  ABLATE_RETURN_IF_ERROR(muon_.GetState(ctx, state.muon_momentum));
+  if (comm.world_size() == 1) return {};
+  return comm.AllReduce(state.muon_momentum, ReduceOp::kSum);
+}
+
+Status Optimizer::SetState(CudaContext& ctx, const OptimizerState& state) {
+  ABLATE_RETURN_IF_ERROR(CheckStateSizes(state, adam_.StateSize(), muon_.StateSize()));
+  ABLATE_RETURN_IF_ERROR(ctx.Synchronize());
+  ABLATE_RETURN_IF_ERROR(adam_.SetState(ctx, state.adam_steps, state.adam_m, state.adam_v));
+  return muon_.SetState(ctx, state.muon_momentum);
 }
 
 }  // namespace ablate::cuda

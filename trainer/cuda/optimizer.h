@@ -27,6 +27,11 @@ class Optimizer {
   Status Step(CudaContext& ctx, float* params, const float* grads, int64_t step,
               DeviceCollectives* coll = nullptr);
 
+  // Checkpoints, in the CPU twin's OptimizerState layout (so either backend resumes the other's).
+  // Wait for ctx. GetState is collective: the Muon momenta are summed over comm's ranks.
+  Status GetState(CudaContext& ctx, OptimizerState& state, Communicator& comm);
+  Status SetState(CudaContext& ctx, const OptimizerState& state);
+
   double LrMultiplier(int64_t step) const { return config_.schedule.Multiplier(step); }
   double Momentum(int64_t step) const { return config_.muon.momentum.At(step); }
 

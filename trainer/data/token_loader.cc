@@ -98,4 +98,23 @@ Status TokenLoader::NextBatch(int32_t* out) {
   return Status();
 }
 
+Status TokenLoader::Seek(const Position& p) {
+  if (!p.started) {
+    Reset();
+    return Status();
+  }
+  if (p.shard < 0 || p.shard >= int(sizes_.size()) || p.base < 0 || p.base > sizes_[p.shard]) {
+    return Error{"data position (shard " + std::to_string(p.shard) + ", token " +
+                     std::to_string(p.base) + ") is not in these " +
+                     std::to_string(sizes_.size()) + " training shards",
+                 "resume"};
+  }
+  Status s = LoadShard(p.shard);
+  if (!s.ok()) return s;
+  base_ = p.base;
+  started_ = true;
+  micro_ = 0;
+  return Status();
+}
+
 }  // namespace ablate

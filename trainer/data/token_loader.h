@@ -50,6 +50,17 @@ class TokenLoader {
   // Back to the state right after Open (first shard, first batch).
   void Reset();
 
+  // Where the stream stands between two optimizer steps (a checkpoint's data position).
+  struct Position {
+    int shard = -1;
+    int64_t base = 0;
+    bool started = false;
+  };
+  // REQUIRES: at a step boundary (every micro-batch of the last step read).
+  Position position() const { return {shard_, base_, started_}; }
+  // Continues from `p` (loading its shard). Errors: a position these shards do not have.
+  Status Seek(const Position& p);
+
   // Where the current global batch starts: shard index and token offset within it.
   int shard_index() const { return shard_; }
   int64_t batch_start() const { return base_; }

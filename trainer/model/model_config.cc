@@ -68,6 +68,9 @@ void ReadSwitches(const J& c, ModelConfig& m) {
   m.window = ReadWindow(c);
   m.doc_masking = c.at("doc_masking").get<bool>();
   m.skip_attn_layers = c.at("skip_attn_layers").get<std::vector<int64_t>>();
+  m.storage.embed_bf16 = c.at("param_dtype.embed").get<std::string>() == "bf16";
+  m.storage.head_bf16 = c.at("param_dtype.head").get<std::string>() == "bf16";
+  m.storage.scalar_bf16 = c.at("param_dtype.scalar").get<std::string>() == "bf16";
 }
 
 }  // namespace

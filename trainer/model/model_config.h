@@ -27,6 +27,12 @@ struct WindowConfig {
   bool long_short = false;
 };
 
+// Which optimizer groups store their parameters (with their gradients and Adam moments) in
+// bf16 (`param_dtype.*`); the tied embedding follows `head`.
+struct ParamStorage {
+  bool embed_bf16 = false, head_bf16 = false, scalar_bf16 = false;
+};
+
 struct ModelConfig {
   int64_t n_layer = 0, model_dim = 0, n_head = 0, head_dim = 0;
   int64_t vocab_size = 0;
@@ -49,6 +55,7 @@ struct ModelConfig {
   WindowConfig window;
   bool doc_masking = false;
   std::vector<int64_t> skip_attn_layers;
+  ParamStorage storage;
 
   static Result<ModelConfig> FromCanonical(const nlohmann::json& canonical);
 

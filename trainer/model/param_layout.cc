@@ -27,6 +27,25 @@ ParamLayout::ParamLayout(const ModelConfig& m) {
   }
   if (m.unet_skips) Add("skip_weights", {m.n_layer / 2}, ParamGroup::kAdamScalar);
   for (int64_t i = 0; i < m.n_layer; ++i) AddBlock(m, i);
+  MarkStorage(m.storage);
+}
+
+void ParamLayout::MarkStorage(const ParamStorage& storage) {
+  for (ParamInfo& p : params_) {
+    switch (p.group) {
+      case ParamGroup::kMuon: p.bf16 = false; break;
+      case ParamGroup::kAdamEmbed: p.bf16 = storage.embed_bf16; break;
+      case ParamGroup::kAdamHead: p.bf16 = storage.head_bf16; break;
+      case ParamGroup::kAdamScalar: p.bf16 = storage.scalar_bf16; break;
+    }
+  }
+}
+
+bool ParamLayout::AnyBf16() const {
+  for (const ParamInfo& p : params_) {
+    if (p.bf16) return true;
+  }
+  return false;
 }
 
 void ParamLayout::AddBlock(const ModelConfig& m, int64_t i) {

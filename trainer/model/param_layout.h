@@ -23,6 +23,7 @@ struct ParamInfo {
   ParamGroup group;
   int64_t offset = 0;  // in elements, into the flat buffer
   int64_t numel = 0;
+  bool bf16 = false;  // stored in bf16 (ModelConfig::storage): values are bf16-representable
 };
 
 class ParamLayout {
@@ -32,12 +33,16 @@ class ParamLayout {
   const std::vector<ParamInfo>& params() const { return params_; }
   // nullptr when absent.
   const ParamInfo* Find(std::string_view name) const;
+  // True when some parameter is stored in bf16.
+  bool AnyBf16() const;
   // REQUIRES: present. Offset of `name`.
   int64_t Offset(std::string_view name) const;
   int64_t total() const { return total_; }
 
  private:
   void Add(std::string name, std::vector<int64_t> shape, ParamGroup group);
+  // Marks the params of the groups ModelConfig::storage puts in bf16.
+  void MarkStorage(const ParamStorage& storage);
   void AddBlock(const ModelConfig& m, int64_t i);
 
   std::vector<ParamInfo> params_;

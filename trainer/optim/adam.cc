@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "trainer/cpu/parallel.h"
+#include "trainer/model/bf16.h"
 
 namespace ablate {
 namespace {
@@ -32,6 +33,19 @@ void AdamUpdate(float* __restrict p, const float* __restrict g, float* __restric
     m[i] = mi;
     v[i] = vi;
     p[i] -= k.step_size * mi / (std::sqrt(vi) * k.inv_bc2 + k.eps);
+  }
+}
+
+// The same for a span stored in bf16 (AdamSpan::bf16).
+void AdamUpdateBf16(float* __restrict p, const float* __restrict g, float* __restrict m,
+                    float* __restrict v, int64_t n, const AdamCoeffs k) {
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = RoundToBf16(g[i]);
+    float mi = RoundToBf16(k.b1 * m[i] + k.one_minus_b1 * gi);
+    float vi = RoundToBf16(k.b2 * v[i] + k.one_minus_b2 * gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = RoundToBf16(p[i] - k.step_size * mi / (std::sqrt(vi) * k.inv_bc2 + k.eps));
   }
 }
 
@@ -62,9 +76,36 @@ void Adam::Step(float* params, const float* grads, double lr_mult) {
     const Chunk& ch = chunks_[c];
     const AdamSpan& s = spans_[ch.span];
     int64_t at = s.offset + ch.begin;
-    AdamUpdate(params + at, grads + at, m_[ch.span].data() + ch.begin,
-               v_[ch.span].data() + ch.begin, ch.end - ch.begin, coeffs[ch.span]);
+    auto* update = s.bf16 ? AdamUpdateBf16 : AdamUpdate;
+    update(params + at, grads + at, m_[ch.span].data() + ch.begin, v_[ch.span].data() + ch.begin,
+           ch.end - ch.begin, coeffs[ch.span]);
   });
+}
+
+int64_t Adam::StateSize() const {
+  int64_t n = 0;
+  for (const AdamSpan& s : spans_) n += s.numel;
+  return n;
+}
+
+void Adam::GetState(int64_t& steps, std::vector<float>& m, std::vector<float>& v) const {
+  steps = t_;
+  m.clear();
+  v.clear();
+  for (size_t k = 0; k < spans_.size(); ++k) {
+    m.insert(m.end(), m_[k].begin(), m_[k].end());
+    v.insert(v.end(), v_[k].begin(), v_[k].end());
+  }
+}
+
+void Adam::SetState(int64_t steps, const std::vector<float>& m, const std::vector<float>& v) {
+  t_ = steps;
+  int64_t at = 0;
+  for (size_t k = 0; k < spans_.size(); ++k) {
+    std::copy(m.begin() + at, m.begin() + at + spans_[k].numel, m_[k].begin());
+    std::copy(v.begin() + at, v.begin() + at + spans_[k].numel, v_[k].begin());
+    at += spans_[k].numel;
+  }
 }
 
 }  // namespace ablate

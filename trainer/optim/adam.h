@@ -19,6 +19,9 @@ struct AdamSpan {
   int64_t offset = 0;
   int64_t numel = 0;
   double lr = 0;
+  // Stored in bf16 (as a bf16 torch parameter): the gradient is read rounded to bf16, and the
+  // new m, v and parameter are rounded to bf16 when stored; the arithmetic is fp32.
+  bool bf16 = false;
 };
 
 class Adam {
@@ -28,6 +31,13 @@ class Adam {
   // One step (t = number of calls so far + 1) with lr = span.lr × lr_mult. Splits the work over
   // the calling thread's OpenMP team (cpu::SetThreads); params and grads must not overlap.
   void Step(float* params, const float* grads, double lr_mult);
+
+  // Checkpoints: t and the moments, concatenated in span order (OptimizerState). SetState
+  // REQUIRES sizes equal to the spans' total.
+  int64_t steps() const { return t_; }
+  void GetState(int64_t& steps, std::vector<float>& m, std::vector<float>& v) const;
+  void SetState(int64_t steps, const std::vector<float>& m, const std::vector<float>& v);
+  int64_t StateSize() const;
 
  private:
   // [begin, end) of span `span`, relative to the span's start: the unit of parallel work.

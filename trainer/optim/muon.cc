@@ -112,11 +112,18 @@ void Muon::Update(int64_t index, const float* grads, double lr, double mu, float
   const float* g = grads + m.offset;
   float* buf = momentum_[index].data();
   float muf = float(mu);
-  for (int64_t i = 0; i < n; ++i) buf[i] = muf * buf[i] + g[i];
-  if (config_.nesterov) {
-    for (int64_t i = 0; i < n; ++i) out[i] = g[i] + muf * buf[i];
+  if (config_.momentum_form == MomentumForm::kLerp) {
+    float w = float(1.0 - mu);  // torch receives 1 - μ as a Python float
+    for (int64_t i = 0; i < n; ++i) buf[i] = TorchLerp(buf[i], g[i], w);
   } else {
+    for (int64_t i = 0; i < n; ++i) buf[i] = muf * buf[i] + g[i];
+  }
+  if (!config_.nesterov) {
     std::copy(buf, buf + n, out);
+  } else if (config_.momentum_form == MomentumForm::kLerp) {
+    for (int64_t i = 0; i < n; ++i) out[i] = TorchLerp(g[i], buf[i], muf);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = g[i] + muf * buf[i];
   }
   NewtonSchulz(out, m.rows, m.cols, config_.ns_steps, config_.ns_coeffs, scratch);
   float k = float(lr * MuonScale(config_.scale_rule, m.rows, m.cols));
@@ -147,6 +154,34 @@ Status Muon::Step(float* params, const float* grads, double lr_mult, int64_t ste
     for (int64_t j = 0; j < m.rows * m.cols; ++j) p[j] -= u[j];
   });
   return {};
+}
+
+int64_t Muon::StateSize() const {
+  int64_t n = 0;
+  for (const MuonMatrix& m : matrices_) n += m.rows * m.cols;
+  return n;
+}
+
+Status Muon::GetState(std::vector<float>& momentum, Communicator& comm) const {
+  momentum.assign(size_t(StateSize()), 0.f);
+  int64_t at = 0;
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    std::copy(momentum_[i].begin(), momentum_[i].end(), momentum.begin() + at);
+    at += matrices_[i].rows * matrices_[i].cols;
+  }
+  if (world_ == 1) return {};
+  return comm.AllReduce(momentum, ReduceOp::kSum);
+}
+
+void Muon::SetState(const std::vector<float>& momentum) {
+  int64_t at = 0;
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    int64_t n = matrices_[i].rows * matrices_[i].cols;
+    if (!momentum_[i].empty()) {
+      std::copy(momentum.begin() + at, momentum.begin() + at + n, momentum_[i].begin());
+    }
+    at += n;
+  }
 }
 
 }  // namespace ablate

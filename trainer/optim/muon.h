@@ -15,11 +15,23 @@
 namespace ablate {
 
 enum class MuonScaleRule { kSqrtMax1Ratio, kSqrtMaxDim };
+// How the momentum buffer and the Nesterov update are formed (MODEL.md "Muon"):
+// kSum: buf = μ·buf + g, update g + μ·buf (r8–r11);
+// kLerp: buf = lerp(buf, g, 1 − μ), update lerp(g, buf, μ) (r15+), torch.lerp's arithmetic.
+enum class MomentumForm { kSum, kLerp };
+
+// torch.lerp(a, b, w) as ATen computes it (two branches, exact at w = 0 and w = 1); the CUDA
+// kernel (cuda/optim.cu) has the same twin.
+inline float TorchLerp(float a, float b, float w) {
+  float diff = b - a;
+  return (w < 0.5f && w > -0.5f) ? a + w * diff : b - diff * (1.f - w);
+}
 
 struct MuonConfig {
   double lr = 0.02;
   MomentumSchedule momentum;
   bool nesterov = true;
+  MomentumForm momentum_form = MomentumForm::kSum;
   int ns_steps = 5;
   std::array<double, 3> ns_coeffs = {3.4445, -4.7750, 2.0315};
   MuonScaleRule scale_rule = MuonScaleRule::kSqrtMax1Ratio;
@@ -76,6 +88,13 @@ class Muon {
   // Splits its matrices over the calling thread's OpenMP team.
   Status Step(float* params, const float* grads, double lr_mult, int64_t step,
               Communicator& comm);
+
+  // Checkpoints: every matrix's momentum, concatenated in matrix order. GetState is collective
+  // (each rank holds only its own matrices'; a sum over ranks assembles them, exactly, since
+  // the others contribute zeros). SetState keeps this rank's matrices'; REQUIRES the full size.
+  Status GetState(std::vector<float>& momentum, Communicator& comm) const;
+  void SetState(const std::vector<float>& momentum);
+  int64_t StateSize() const;
 
  private:
   void Update(int64_t index, const float* grads, double lr, double mu, float* out,

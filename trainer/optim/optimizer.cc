@@ -22,7 +22,9 @@ std::vector<MuonMatrix> MuonMatrices(const ParamLayout& layout) {
 std::vector<AdamSpan> AdamSpans(const OptimConfig& c, const ParamLayout& layout) {
   std::vector<AdamSpan> out;
   for (const ParamInfo& p : layout.params()) {
-    if (p.group != ParamGroup::kMuon) out.push_back({p.offset, p.numel, c.BaseLr(p.group)});
+    if (p.group != ParamGroup::kMuon) {
+      out.push_back({p.offset, p.numel, c.BaseLr(p.group), p.bf16});
+    }
   }
   return out;
 }
@@ -35,6 +37,8 @@ MuonConfig ReadMuon(const J& c) {
   m.momentum.warmup_end = c.at("muon.momentum_warmup_end").get<double>();
   m.momentum.warmup_steps = c.at("muon.momentum_warmup_steps").get<int64_t>();
   m.nesterov = c.at("muon.nesterov").get<bool>();
+  m.momentum_form = c.at("muon.momentum_form").get<std::string>() == "lerp" ? MomentumForm::kLerp
+                                                                           : MomentumForm::kSum;
   m.ns_steps = c.at("muon.ns_steps").get<int>();
   std::vector<double> k = c.at("muon.ns_coeffs").get<std::vector<double>>();
   m.ns_coeffs = {k.at(0), k.at(1), k.at(2)};
@@ -90,6 +94,18 @@ Status Optimizer::Step(float* params, const float* grads, int64_t step, Communic
   double mult = LrMultiplier(step);
   adam_.Step(params, grads, mult);
   return muon_.Step(params, grads, mult, step, comm);
+}
+
+Status Optimizer::GetState(OptimizerState& state, Communicator& comm) const {
+  adam_.GetState(state.adam_steps, state.adam_m, state.adam_v);
+  return muon_.GetState(state.muon_momentum, comm);
+}
+
+Status Optimizer::SetState(const OptimizerState& state) {
+  ABLATE_RETURN_IF_ERROR(CheckStateSizes(state, adam_.StateSize(), muon_.StateSize()));
+  adam_.SetState(state.adam_steps, state.adam_m, state.adam_v);
+  muon_.SetState(state.muon_momentum);
+  return {};
 }
 
 J Optimizer::GroupTable(const OptimConfig& config, const ParamLayout& layout) {

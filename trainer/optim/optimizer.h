@@ -12,6 +12,7 @@
 #include "trainer/optim/adam.h"
 #include "trainer/optim/lr_schedule.h"
 #include "trainer/optim/muon.h"
+#include "trainer/optim/optimizer_state.h"
 
 namespace ablate {
 
@@ -32,6 +33,11 @@ class Optimizer {
   // One step of every group at 0-based `step`. grads must be the mean over micro-steps and
   // ranks. Collective (Muon all-gathers).
   Status Step(float* params, const float* grads, int64_t step, Communicator& comm);
+
+  // Checkpoints. GetState is collective (see Muon::GetState). SetState fails, naming the part,
+  // when the sizes do not match this optimizer's.
+  Status GetState(OptimizerState& state, Communicator& comm) const;
+  Status SetState(const OptimizerState& state);
 
   double LrMultiplier(int64_t step) const { return config_.schedule.Multiplier(step); }
   double Momentum(int64_t step) const { return config_.muon.momentum.At(step); }

@@ -37,6 +37,13 @@ Exit codes:
   2  invalid arguments, knobs or data, rejected before any work (error event)
   3  the loss became NaN or infinite (error event, end.status failed)
 
+Weights and checkpoints: --save/--init-from use safetensors with the tensor names of the
+records' PyTorch models (trainer/README.md shows the few lines of Python to go either way); a
+bad file (missing, extra, misshapen or mistyped tensor, truncated) exits 2 naming the tensor.
+--checkpoint-dir D --checkpoint-every 10m writes D/ckpt-<step>.safetensors atomically;
+--resume D continues from the newest readable one exactly where it stopped (same losses on the
+CPU, bit for bit).
+
 GPUs (--backend cuda): one rank per GPU of --gpus, one process per node. The global batch
 (batch_tokens) and the validation set are the same whatever the number of GPUs; gradient
 accumulation makes up the difference. Several nodes: start one ablate-train per node with the
@@ -70,7 +77,33 @@ struct Args {
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   int world_size = 1;
   int64_t max_steps = -1;
+  std::string init_from, save;
+  int64_t save_every = 0;
+  std::string checkpoint_dir, checkpoint_every, resume;
 };
+
+// --checkpoint-every: "N" steps, or a duration "Ns", "Nm", "Nh" of wall time (fractions allowed).
+bool ParseCheckpointEvery(const std::string& text, ablate::TrainOptions& o) {
+  if (text.empty()) return true;
+  char unit = text.back();
+  double scale = unit == 's' ? 1e3 : unit == 'm' ? 60e3 : unit == 'h' ? 3600e3 : 0;
+  std::string number = scale > 0 ? text.substr(0, text.size() - 1) : text;
+  try {
+    size_t used = 0;
+    if (scale > 0) {
+      double v = std::stod(number, &used);
+      if (used != number.size() || !(v > 0)) return false;
+      o.checkpoint_every_ms = v * scale;
+    } else {
+      long long v = std::stoll(number, &used);
+      if (used != number.size() || v <= 0) return false;
+      o.checkpoint_every_steps = v;
+    }
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
 
 void AddOptions(CLI::App& app, Args& a) {
   app.add_option("--config", a.sources.config_file, "JSON file of knobs (flat or nested)");
@@ -99,6 +132,19 @@ void AddOptions(CLI::App& app, Args& a) {
   app.add_option("--max-steps", a.max_steps,
                  "stop after N steps without changing the schedule (then validate)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--init-from", a.init_from,
+                 "start from these weights (safetensors, the record's tensor names) instead of "
+                 "the seed's initialisation");
+  app.add_option("--save", a.save, "write the final weights here (safetensors, record names)");
+  app.add_option("--save-every", a.save_every, "also overwrite --save every N steps")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-dir", a.checkpoint_dir,
+                 "write checkpoints (weights, optimizer, data position, timing) here");
+  app.add_option("--checkpoint-every", a.checkpoint_every,
+                 "checkpoint every N steps, or every 30s / 10m / 1h of wall time");
+  app.add_option("--resume", a.resume,
+                 "continue from the newest readable checkpoint in DIR (none: start at step 0); "
+                 "checkpoints go on into DIR unless --checkpoint-dir says otherwise");
   app.footer(kHelpFooter);
 }
 
@@ -132,6 +178,16 @@ int Run(const Args& a) {
   ablate::TrainOptions o{*train, *val,
                          a.backend == "cuda" ? ablate::Backend::kCuda : ablate::Backend::kCpu,
                          a.world_size, a.threads, a.max_steps, &g_stop, *gpus};
+  o.init_from = a.init_from;
+  o.save_path = a.save;
+  o.save_every = a.save_every;
+  o.checkpoint_dir = a.checkpoint_dir;
+  o.resume_dir = a.resume;
+  if (!ParseCheckpointEvery(a.checkpoint_every, o)) {
+    return Fail(events, kExitInvalid,
+                "--checkpoint-every " + a.checkpoint_every +
+                    ": expected a number of steps (100) or a duration (30s, 10m, 1h)");
+  }
   o.nnodes = a.nnodes;
   o.node_rank = a.node_rank;
   o.nccl_id_file = a.nccl_id_file;

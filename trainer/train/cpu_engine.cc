@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "trainer/cpu/parallel.h"
+#include "trainer/model/bf16.h"
 #include "trainer/model/param_init.h"
 
 namespace ablate {
@@ -17,7 +18,10 @@ CpuEngine::CpuEngine(const RunPlan& plan, Communicator& comm)
 
 Status CpuEngine::Init(uint64_t seed) {
   cpu::SetThreads(plan_.threads_per_rank);
-  if (comm_.rank() == 0) InitParams(plan_.model, gpt_.layout(), seed, gpt_.params().data());
+  if (comm_.rank() == 0) {
+    InitParams(plan_.model, gpt_.layout(), seed, gpt_.params().data());
+    RoundStoredParams(gpt_.layout(), gpt_.params().data());  // the records cast after init
+  }
   return comm_.Broadcast(gpt_.params(), 0);
 }
 
@@ -57,15 +61,16 @@ Status CpuEngine::BeginStep(int64_t step) {
 
 // The stats all-reduce is the loop's former one (loss, failure flag), averaged, so CPU runs stay
 // bit-identical; the stop flag rides along.
-Status CpuEngine::EndStep(int64_t step, bool data_failed, bool stop) {
+Status CpuEngine::EndStep(int64_t step, bool data_failed, bool stop, bool checkpoint) {
   std::vector<float> stats = {TakeLoss().value(), data_failed ? 1.f : 0.f,
-                              comm_.rank() == 0 && stop ? 1.f : 0.f};
+                              comm_.rank() == 0 && stop ? 1.f : 0.f,
+                              comm_.rank() == 0 && checkpoint ? 1.f : 0.f};
   Status s = comm_.AllReduce(stats, ReduceOp::kAvg);
   if (!s.ok()) return s;
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start_)
           .count();
-  ended_[step % 2] = {step, {stats[0], stats[1] > 0, stats[2] > 0, ms}};
+  ended_[step % 2] = {step, {stats[0], stats[1] > 0, stats[2] > 0, stats[3] > 0, ms}};
   return {};
 }
 
@@ -76,6 +81,29 @@ Result<StepReport> CpuEngine::CollectStep(int64_t step) {
   }
   e.step = -1;
   return e.report;
+}
+
+Status CpuEngine::GetParams(std::vector<float>& host) {
+  host = gpt_.params();
+  return {};
+}
+
+Status CpuEngine::SetParams(const std::vector<float>& host) {
+  if (host.size() != gpt_.params().size()) {
+    return Error{"SetParams: " + std::to_string(host.size()) + " values for " +
+                     std::to_string(gpt_.params().size()) + " parameters",
+                 ""};
+  }
+  gpt_.params() = host;
+  return {};
+}
+
+Status CpuEngine::GetOptimizerState(OptimizerState& state) {
+  return optimizer_.GetState(state, comm_);
+}
+
+Status CpuEngine::SetOptimizerState(const OptimizerState& state) {
+  return optimizer_.SetState(state);
 }
 
 }  // namespace ablate

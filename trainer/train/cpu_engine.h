@@ -22,9 +22,13 @@ class CpuEngine : public Engine {
   Result<float> TakeLoss() override;
   Status Step(int64_t step) override;
   Status BeginStep(int64_t step) override;
-  Status EndStep(int64_t step, bool data_failed, bool stop) override;
+  Status EndStep(int64_t step, bool data_failed, bool stop, bool checkpoint) override;
   Result<StepReport> CollectStep(int64_t step) override;
   Status Synchronize() override { return {}; }
+  Status GetParams(std::vector<float>& host) override;
+  Status SetParams(const std::vector<float>& host) override;
+  Status GetOptimizerState(OptimizerState& state) override;
+  Status SetOptimizerState(const OptimizerState& state) override;
 
  private:
   const RunPlan& plan_;

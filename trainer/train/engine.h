@@ -12,6 +12,7 @@
 
 #include "trainer/config/result.h"
 #include "trainer/dist/communicator.h"
+#include "trainer/optim/optimizer_state.h"
 #include "trainer/train/run_plan.h"
 
 namespace ablate {
@@ -31,6 +32,7 @@ struct StepReport {
   float loss = 0.f;          // the step's mean train loss, averaged over ranks
   bool data_failed = false;  // some rank could not read its batch this step
   bool stop = false;         // rank 0 had been asked to stop when the step ended
+  bool checkpoint = false;   // rank 0 asked for a checkpoint (its clock said one is due)
   double step_ms = 0;        // BeginStep to the end of EndStep's work (device time on a GPU)
 };
 
@@ -56,14 +58,22 @@ class Engine {
   // Starts train step `step`'s clock (on the device's timeline on a GPU).
   virtual Status BeginStep(int64_t step) = 0;
   // After Step(step): the step's report is reduced over ranks (the loss accumulator, then 0;
-  // data_failed; stop, read on rank 0) and its clock stops. Collective; queued, no wait.
-  virtual Status EndStep(int64_t step, bool data_failed, bool stop) = 0;
+  // data_failed; stop and checkpoint, read on rank 0) and its clock stops. Collective; queued,
+  // no wait.
+  virtual Status EndStep(int64_t step, bool data_failed, bool stop, bool checkpoint) = 0;
   // Waits for step `step`'s EndStep and returns its report. Steps are collected in order, each
   // once, and at most StepsInFlight() ended steps stay uncollected when the next one begins.
   virtual Result<StepReport> CollectStep(int64_t step) = 0;
   virtual int StepsInFlight() const { return 0; }
   // Returns when all queued work is done.
   virtual Status Synchronize() = 0;
+  // The parameters (ParamLayout order) to or from the host, waiting for the device; the same on
+  // every rank. SetParams after Init replaces the initialisation (--init-from, --resume).
+  virtual Status GetParams(std::vector<float>& host) = 0;
+  virtual Status SetParams(const std::vector<float>& host) = 0;
+  // The optimizers' state for a checkpoint. Collective (Muon's momenta live on their owners).
+  virtual Status GetOptimizerState(OptimizerState& state) = 0;
+  virtual Status SetOptimizerState(const OptimizerState& state) = 0;
   // The device's memory, sampled now (the peak covers every sample since Init); nullopt on the
   // CPU. No device synchronisation.
   virtual std::optional<DeviceMemory> Memory() { return std::nullopt; }

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "trainer/model/window_schedule.h"
+#include "trainer/weights/checkpoint.h"
+#include "trainer/weights/weights_file.h"
 
 namespace ablate {
 namespace {
@@ -29,26 +32,64 @@ Status RankRunner::Init() {
   Result<std::unique_ptr<Engine>> engine = MakeEngine(plan_, comm_);
   if (!engine.ok()) return engine.error();
   engine_ = std::move(engine).value();
-  return engine_->Init(plan_.seed);
+  ABLATE_RETURN_IF_ERROR(engine_->Init(plan_.seed));
+  return Restore();
+}
+
+Status RankRunner::Restore() {
+  last_checkpoint_ = std::chrono::steady_clock::now();
+  if (plan_.resume == nullptr) {
+    if (plan_.init_weights != nullptr) return engine_->SetParams(*plan_.init_weights);
+    return {};
+  }
+  const CheckpointMeta& m = plan_.resume->meta;
+  ABLATE_RETURN_IF_ERROR(engine_->SetParams(plan_.resume->params));
+  ABLATE_RETURN_IF_ERROR(engine_->SetOptimizerState(plan_.resume->optim));
+  ABLATE_RETURN_IF_ERROR(train_.Seek({m.data_shard, m.data_base, m.data_started}));
+  start_step_ = next_queued_ = next_collected_ = steps_done_ = m.steps_done;
+  val_done_at_ = m.val_done_at;
+  train_ms_ = m.train_ms;
+  final_val_ = m.final_val_loss;
+  time_to_target_ms_ = m.time_to_target_ms;
+  target_step_ = m.target_step;
+  return {};
 }
 
 TrainOutcome RankRunner::Run() {
   Status s = Init();
   EmitStart();
-  for (int64_t step = 0; s.ok(); ++step) {
+  for (int64_t step = start_step_; s.ok(); ++step) {
     bool last = step == plan_.last_step;
     bool val_due = last || (plan_.val_every > 0 && step % plan_.val_every == 0);
+    if (step == val_done_at_) val_due = false;  // the resumed checkpoint already has it
     // Validation reads the training time of every step before it.
     if (val_due) s = CollectThrough(step - 1);
     if (!s.ok() || stopping_) break;
     if (val_due) s = Evaluate(step);
-    if (!s.ok() || last) break;
+    if (!s.ok()) break;
+    if (last) {
+      // Stopped short of the schedule (--max-steps): a checkpoint to go on from later.
+      if (step < plan_.num_iterations && !plan_.checkpoint_dir.empty()) {
+        s = WriteCheckpointAt(step, val_due);
+      }
+      break;
+    }
+    if (CheckpointDue(step)) s = WriteCheckpointAt(step, val_due);
+    if (s.ok() && plan_.save_every > 0 && step > start_step_ && step % plan_.save_every == 0) {
+      s = SaveWeightsAt(step);
+    }
+    if (!s.ok() || stopping_) break;
     s = QueueStep(step);
     if (s.ok()) s = CollectThrough(step - InFlight());
     if (s.ok() && stopping_) s = CollectThrough(step);  // what already ran is reported
     if (stopping_) break;
   }
+  // Cancelled (a preemption's SIGTERM): a checkpoint of what ran, so a requeued run goes on.
+  if (s.ok() && stopping_ && !plan_.checkpoint_dir.empty() && steps_done_ > start_step_) {
+    s = WriteCheckpointAt(steps_done_, false);
+  }
   if (s.ok() && engine_ != nullptr) s = engine_->Synchronize();  // a clean end: nothing queued
+  if (s.ok() && !plan_.save_path.empty()) s = SaveWeightsAt(steps_done_);
   if (!s.ok() && !agreed_failure_ && !AbortPeers(s.message())) {
     s = Error{plan_.abort->why(), ""};  // another rank failed first: its error is the cause
   }
@@ -140,7 +181,7 @@ Status RankRunner::QueueStep(int64_t step) {
   }
   ABLATE_RETURN_IF_ERROR(engine_->Step(step));
   bool stop = plan_.stop != nullptr && plan_.stop->load();
-  ABLATE_RETURN_IF_ERROR(engine_->EndStep(step, data_failed, stop));
+  ABLATE_RETURN_IF_ERROR(engine_->EndStep(step, data_failed, stop, RequestCheckpoint()));
   next_queued_ = step + 1;
   return {};
 }
@@ -164,11 +205,76 @@ Status RankRunner::CollectThrough(int64_t last) {
     if (step >= plan_.untimed_steps) train_ms_ += report->step_ms;
     steps_done_ = step + 1;
     EmitStep(step, report->loss, report->step_ms);
+    if (report->checkpoint) checkpoint_requested_ = true;
     if (report->stop) {
       stopping_ = true;
       outcome_ = {TrainStatus::kCancelled, "cancelled"};
     }
   }
+  return {};
+}
+
+bool RankRunner::RequestCheckpoint() {
+  if (comm_.rank() != 0 || plan_.checkpoint_every_ms <= 0 || request_sent_) return false;
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                        last_checkpoint_)
+                  .count();
+  request_sent_ = ms >= plan_.checkpoint_every_ms;
+  return request_sent_;
+}
+
+bool RankRunner::CheckpointDue(int64_t step) const {
+  if (plan_.checkpoint_dir.empty() || step == start_step_) return false;
+  if (plan_.checkpoint_every_steps > 0 && step % plan_.checkpoint_every_steps == 0) return true;
+  return checkpoint_requested_;
+}
+
+// The state after `step` steps. Every rank collects (the Muon momenta are spread over them);
+// rank 0 writes. A failed write is reported and training goes on: the run matters more than
+// its checkpoint, and the other ranks are already past this point.
+Status RankRunner::WriteCheckpointAt(int64_t step, bool val_ran) {
+  ABLATE_RETURN_IF_ERROR(CollectThrough(step - 1));
+  auto begin = std::chrono::steady_clock::now();
+  ablate::Checkpoint c;
+  ABLATE_RETURN_IF_ERROR(engine_->GetOptimizerState(c.optim));
+  checkpoint_requested_ = false;
+  request_sent_ = false;
+  last_checkpoint_ = begin;
+  if (comm_.rank() != 0) return {};
+  ABLATE_RETURN_IF_ERROR(engine_->GetParams(c.params));
+  TokenLoader::Position pos = train_.position();
+  c.meta = {step, plan_.config_hash, plan_.seed, pos.shard, pos.base, pos.started, train_ms_,
+            final_val_, time_to_target_ms_, target_step_, val_ran ? step : int64_t(-1)};
+  ParamLayout layout(plan_.model);
+  Result<std::string> path = WriteCheckpoint(plan_.checkpoint_dir, c, layout);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+                  .count();
+  if (!path.ok()) {
+    std::fprintf(stderr, "ablate-train: checkpoint at step %lld failed: %s\n",
+                 static_cast<long long>(step), path.error().message.c_str());
+    Emit({{"event", "checkpoint"}, {"step", step}, {"error", path.error().message}});
+    return {};
+  }
+  std::error_code ec;
+  Emit({{"event", "checkpoint"},
+        {"step", step},
+        {"path", *path},
+        {"bytes", int64_t(std::filesystem::file_size(*path, ec))},
+        {"write_ms", ms}});
+  return {};
+}
+
+Status RankRunner::SaveWeightsAt(int64_t step) {
+  if (comm_.rank() != 0 || plan_.save_path.empty()) return {};
+  ABLATE_RETURN_IF_ERROR(CollectThrough(step - 1));
+  std::vector<float> params;
+  ABLATE_RETURN_IF_ERROR(engine_->GetParams(params));
+  ParamLayout layout(plan_.model);
+  ABLATE_RETURN_IF_ERROR(ablate::SaveWeights(
+      plan_.save_path, plan_.model, layout, params.data(),
+      {{"format", "pt"}, {"ablate.config_hash", plan_.config_hash},
+       {"ablate.step", std::to_string(step)}}));
+  Emit({{"event", "save"}, {"step", step}, {"path", plan_.save_path}});
   return {};
 }
 

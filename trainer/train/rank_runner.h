@@ -46,6 +46,15 @@ class RankRunner {
   // this rank) and aborts the communicator, so that no rank waits forever and the engine can be
   // torn down. False when another rank had raised the signal first.
   bool AbortPeers(const std::string& why);
+  // Restores a checkpoint (plan_.resume) or loads --init-from weights, after the engine's Init.
+  Status Restore();
+  // At the boundary before step `step` (all earlier steps queued): whether a checkpoint or a
+  // weights save is due, and writing them (rank 0 writes; collecting the state is collective).
+  bool CheckpointDue(int64_t step) const;
+  Status WriteCheckpointAt(int64_t step, bool val_ran);
+  Status SaveWeightsAt(int64_t step);
+  // Rank 0's clock: whether to ask, in this step's report, for a checkpoint.
+  bool RequestCheckpoint();
   void EmitStep(int64_t step, double loss, double step_ms);
   void EmitStart();
   void EmitEnd();
@@ -69,6 +78,11 @@ class RankRunner {
   bool stopping_ = false;        // a collected report asked to stop
   bool agreed_failure_ = false;  // the failure came from a reduced report: every rank has it
   std::string data_error_;       // this rank's failed batch read, for the message
+  int64_t start_step_ = 0;          // 0, or the resumed checkpoint's steps_done
+  int64_t val_done_at_ = -1;        // a step whose validation the checkpoint already has
+  bool checkpoint_requested_ = false;  // a collected report asked for a checkpoint
+  bool request_sent_ = false;          // rank 0 asked and the checkpoint is not written yet
+  std::chrono::steady_clock::time_point last_checkpoint_;
   int64_t steps_done_ = 0;
   double train_ms_ = 0;
   std::optional<double> final_val_;

@@ -13,6 +13,7 @@
 #include "trainer/model/model_config.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/train/trainer.h"
+#include "trainer/weights/checkpoint.h"
 
 namespace ablate {
 
@@ -63,6 +64,15 @@ struct RunPlan {
   int DeviceOf(int rank) const { return devices.at(size_t(rank - first_rank)); }
   const std::atomic<bool>* stop = nullptr;
   int steps_in_flight = -1;      // TrainOptions::steps_in_flight
+  std::string config_hash = "";
+  // Weights and checkpoints (TrainOptions). Loaded by Train() before the ranks start.
+  const std::vector<float>* init_weights = nullptr;  // --init-from, ParamLayout order
+  const Checkpoint* resume = nullptr;                // --resume's checkpoint, when one was found
+  std::string save_path = "";
+  int64_t save_every = 0;
+  std::string checkpoint_dir = "";
+  int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_ms = 0;
   AbortSignal* abort = nullptr;  // shared by this process's ranks; owned by Train()
 };
 

@@ -2,6 +2,8 @@
 #include "trainer/train/trainer.h"
 
 #include <atomic>
+#include <cstdio>
+#include <optional>
 #include <memory>
 #include <set>
 #include <thread>
@@ -10,6 +12,8 @@
 #include "trainer/train/communicators.h"
 #include "trainer/train/engine.h"
 #include "trainer/train/rank_runner.h"
+#include "trainer/weights/checkpoint.h"
+#include "trainer/weights/weights_file.h"
 
 namespace ablate {
 namespace {
@@ -82,6 +86,18 @@ Result<RunPlan> MakePlan(const J& c, const TrainOptions& o) {
     return Error{"steps in flight must be 0 or 1 (-1: the backend's own)", "steps_in_flight"};
   }
   p.steps_in_flight = o.steps_in_flight;
+  p.config_hash = ConfigHash(c);
+  p.save_path = o.save_path;
+  p.save_every = o.save_every;
+  p.checkpoint_dir = o.checkpoint_dir.empty() ? o.resume_dir : o.checkpoint_dir;
+  p.checkpoint_every_steps = o.checkpoint_every_steps;
+  p.checkpoint_every_ms = o.checkpoint_every_ms;
+  if ((p.checkpoint_every_steps > 0 || p.checkpoint_every_ms > 0) && p.checkpoint_dir.empty()) {
+    return Error{"checkpoints need a directory (--checkpoint-dir)", "checkpoint_dir"};
+  }
+  if (p.save_every > 0 && p.save_path.empty()) {
+    return Error{"--save-every needs --save FILE", "save_every"};
+  }
   if (o.world_size < 1) return Error{"world size must be at least 1", "world_size"};
   if (p.batch_tokens % (device * o.world_size) != 0) {
     return Error{"batch_tokens (" + std::to_string(p.batch_tokens) +
@@ -131,6 +147,38 @@ Result<std::string> CheckCuda(const TrainOptions& o) {
   return name;
 }
 
+// --init-from's weights and --resume's checkpoint, read once for every rank. Errors (exit 2):
+// a bad weights file naming the tensor, a checkpoint directory of another config.
+struct LoadedState {
+  std::vector<float> init_weights;
+  std::optional<Checkpoint> resume;
+};
+
+Result<LoadedState> LoadState(const TrainOptions& o, const RunPlan& p) {
+  LoadedState st;
+  ParamLayout layout(p.model);
+  if (!o.init_from.empty()) {
+    st.init_weights.assign(size_t(layout.total()), 0.f);
+    Status s = LoadWeightsFile(o.init_from, p.model, layout, st.init_weights.data());
+    if (!s.ok()) return Error{"--init-from " + s.message(), s.error().key};
+  }
+  if (!o.resume_dir.empty()) {
+    std::vector<std::string> skipped;
+    Result<std::optional<Checkpoint>> c =
+        LoadNewestCheckpoint(o.resume_dir, layout, p.config_hash, skipped);
+    for (const std::string& why : skipped) {
+      std::fprintf(stderr, "ablate-train: skipping unreadable checkpoint %s\n", why.c_str());
+    }
+    if (!c.ok()) return Error{"--resume: " + c.error().message, "resume"};
+    st.resume = *c;
+    if (!st.resume) {
+      std::fprintf(stderr, "ablate-train: no checkpoint in %s; starting at step 0\n",
+                   o.resume_dir.c_str());
+    }
+  }
+  return st;
+}
+
 J StartEvent(const J& c, const RunPlan& p, const TrainOptions& o, int64_t accum,
              const std::string& device) {
   ParamLayout layout(p.model);
@@ -149,7 +197,14 @@ J StartEvent(const J& c, const RunPlan& p, const TrainOptions& o, int64_t accum,
              {"micro_batch", p.micro_batch},
              {"seq_len", p.model.seq_len},
              {"params", {{"total", layout.total()}, {"by_group", by_group}}},
-             {"param_groups", Optimizer::GroupTable(p.optim, layout)}};
+             {"param_groups", Optimizer::GroupTable(p.optim, layout)},
+             {"init_from", o.init_from.empty() ? J(nullptr) : J(o.init_from)},
+             {"resumed_from", J(nullptr)}};
+  if (p.resume != nullptr) {
+    start["resumed_from"] = {{"step", p.resume->meta.steps_done},
+                             {"path", p.resume->path},
+                             {"train_ms", p.resume->meta.train_ms}};
+  }
   if (p.backend == Backend::kCuda) {
     start["device"] = device;
     start["gpus"] = o.gpus;
@@ -197,6 +252,10 @@ TrainOutcome Train(const J& canonical, const TrainOptions& requested, EventSink&
   if (!plan.ok()) return invalid(plan.error().message);
   Result<RankData> data = OpenData(canonical, *plan, options);
   if (!data.ok()) return invalid(data.error().message);
+  Result<LoadedState> state = LoadState(options, *plan);
+  if (!state.ok()) return invalid(state.error().message);
+  if (!options.init_from.empty()) plan.value().init_weights = &state->init_weights;
+  if (state->resume) plan.value().resume = &*state->resume;
   AbortSignal abort;  // outlives the communicators and the ranks
   plan.value().abort = &abort;
   Result<std::unique_ptr<Communicators>> comms = MakeCommunicators(options, *plan);

@@ -6,6 +6,7 @@
 // Events (global rank 0 emits them; on a multi-node run every node's first rank emits the same
 // stream, since every value in it is all-reduced):
 //   start {config, config_hash, backend, world_size, threads, grad_accum_steps, micro_batch,
+//          resumed_from ({step, path, train_ms} of the checkpoint, or null), init_from,
 //          seq_len, params: {total, by_group}, param_groups: [{name, shape, group, lr}],
 //          device (backend cuda: the GPU's name), gpus, nnodes, node_rank (backend cuda),
 //          gpu_memory (backend cuda: {used_bytes, peak_used_bytes, total_bytes, model_bytes} of
@@ -13,6 +14,8 @@
 //   step  {step (steps completed), train_loss, lr (schedule multiplier of every base lr),
 //          momentum, step_ms, train_ms (cumulative, untimed steps excluded), tokens}
 //   val   {step (steps completed), val_loss, train_ms}
+//   checkpoint {step (steps completed), path, bytes, write_ms}
+//   save  {step, path} (--save, --save-every)
 //   end   {status ok|cancelled|failed, final_val_loss|null, time_to_target_ms|null,
 //          target_step|null, steps, train_ms, gpu_memory (backend cuda: as in start, the
 //          peak over the run's samples)}
@@ -61,6 +64,19 @@ struct TrainOptions {
   // Train steps the loop queues ahead of the one it reports (0 or 1); -1: the backend's own
   // (0 on the CPU, 1 on a GPU). Setting 1 on the CPU runs the GPU's pipelined loop, for tests.
   int steps_in_flight = -1;
+  // Weights (weights/weights_file.h): start from this safetensors file instead of the seed's
+  // initialisation; write the weights to save_path at the end (and every save_every steps).
+  std::string init_from = "";
+  std::string save_path = "";
+  int64_t save_every = 0;
+  // Checkpoints (weights/checkpoint.h) into checkpoint_dir every checkpoint_every_steps steps
+  // and/or whenever checkpoint_every_ms of wall time have passed since the last one (rank 0's
+  // clock, agreed through the step reports). resume_dir: continue from its newest readable
+  // checkpoint (none: start at step 0); checkpoint_dir defaults to it.
+  std::string checkpoint_dir = "";
+  int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_ms = 0;
+  std::string resume_dir = "";
 };
 
 enum class TrainStatus {
