@@ -124,6 +124,18 @@ class E2eTest : public ::testing::Test {
     return run;
   }
 
+  // Polls `ablate --json sweep ID` until the sweep is in `state` or `timeout` passes.
+  void WaitSweep(int id, const std::string& state, std::chrono::seconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    json sweep;
+    while (std::chrono::steady_clock::now() < deadline) {
+      sweep = CliJson({"sweep", std::to_string(id)});
+      if (sweep.is_object() && sweep["state"] == state) return;
+      std::this_thread::sleep_for(200ms);
+    }
+    ADD_FAILURE() << "sweep " << id << " not " << state << " in time; last: " << sweep["counts"];
+  }
+
   // (rows, distinct steps) of a run's stored metrics, straight from SQLite.
   std::pair<int, int> MetricRows(int run_id) {
     sqlite3* db = nullptr;
@@ -174,9 +186,11 @@ TEST_F(E2eTest, SweepOfSixVariantsOnTwoWorkersCompletes) {
   auto w1 = StartWorker("w1", 1);
   auto w2 = StartWorker("w2", 1);
   Submit(Spec("loop", 12, 2, 3, kFiveAblations));
+  // Runs finish in the shuffled dispatch order, not in run id order: wait for the whole sweep.
+  WaitSweep(1, "SWEEP_SUCCEEDED", 600s);
   std::set<std::string> used;
   for (int id = 1; id <= 12; ++id) {
-    json run = WaitRun(id, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 300s);
+    json run = WaitRun(id, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 30s);
     EXPECT_EQ(run["summary"]["steps"], "12");
     // Below the loss of a uniform guess over the 512-token byte vocabulary.
     EXPECT_LT(run["summary"]["final_val_loss"].get<double>(), std::log(512.0));
