@@ -357,8 +357,10 @@ std::string NotComparable(const OwnGroupKey& k, const std::string& preset) {
   std::vector<std::string> why;
   if (k.scale != Scale::kFull) why.push_back(std::string(ScaleName(k.scale)) + " scale");
   if (!k.dataset.starts_with("fineweb")) why.push_back("dataset " + k.dataset);
+  // A script baseline (no preset) names the record it reproduces; its own code sets the target.
   if (Result<nlohmann::json> config = PresetConfig(preset, Scale::kFull);
-      !config.ok() || (*config)["target_val_loss"] != nlohmann::json(kRecordTarget)) {
+      !preset.empty() &&
+      (!config.ok() || (*config)["target_val_loss"] != nlohmann::json(kRecordTarget))) {
     why.push_back("target is not the record's 3.28");
   }
   if (k.gpus_per_run == 0) {
@@ -497,11 +499,15 @@ absl::StatusOr<v1::ListRecordsResponse> BuildRecordsTable(const Store& store) {
     // Script baselines that name this record (`record:`, issue 14): a script runs the record's
     // own code at full scale; grouped by hardware like preset runs.
     if (auto it = scripted->find(r.id); it != scripted->end()) {
-      std::map<std::string, std::vector<RunOutcome>> by_hardware;
-      for (const PlacedRun& p : it->second) by_hardware[Hardware(p)].push_back(ToOutcome(p.run));
-      for (const auto& [hardware, runs] : by_hardware) {
+      OwnRunGroups groups;
+      for (const PlacedRun& p : it->second) {
+        const OwnGroupKey key{Scale::kFull, Hardware(p), p.dataset, p.gpus_per_run,
+                              !p.gpu_model.empty()};
+        groups[key].push_back(ToOutcome(p.run));
+      }
+      for (const auto& [key, runs] : groups) {
         v1::OwnRecordRuns* group = row->add_own_runs();
-        FillOwnRuns(Scale::kFull, hardware, runs, r.record_time_ms, group);
+        FillOwnRuns(key, /*preset=*/"", runs, r.record_time_ms, group);
         group->set_script(true);
       }
     }

@@ -13,7 +13,7 @@ namespace ablate {
 namespace {
 
 NodeCapacity Node(std::string id, int gpus, int cpu, std::vector<std::string> datasets = {"d"}) {
-  NodeCapacity n{std::move(id), gpus, {}, cpu, std::move(datasets), ""};
+  NodeCapacity n{std::move(id), gpus, {}, cpu, std::move(datasets), false, ""};
   for (int i = 0; i < gpus; ++i) n.free_gpus.push_back(i);
   return n;
 }
