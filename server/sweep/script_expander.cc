@@ -159,7 +159,7 @@ std::optional<J> ScriptExpander::Build(const ScriptSettings& own, const J* base)
     SpecPosition at = own.where.count("command") ? own.where.at("command") : own.at;
     errors_->Add(at, KeyPath(own.path, "command"),
                  "command is only used with launch: command (launch is " +
-                     script["launch"].dump() + ")");
+                     script["launch"].dump(-1, ' ', false, J::error_handler_t::replace) + ")");
     return std::nullopt;
   }
   J config = {{"script", script},

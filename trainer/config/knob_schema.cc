@@ -13,7 +13,9 @@ namespace {
 
 using J = nlohmann::json;
 
-std::string Describe(const J& v) { return v.dump(); }
+// A value as the error message shows it. Strings come from YAML the user wrote and may hold
+// invalid UTF-8, which a plain dump() refuses with an exception: such bytes print as U+FFFD.
+std::string Describe(const J& v) { return v.dump(-1, ' ', false, J::error_handler_t::replace); }
 
 Error KnobError(const KnobSpec& k, const std::string& what) {
   return Error{std::string(k.name) + ": " + what, std::string(k.name)};
