@@ -7,6 +7,9 @@
 // CPU slot. A node only takes runs whose dataset it has. A sweep never has more than
 // max_concurrent runs assigned or running (0 = unlimited). A run that cannot be placed does not
 // block lower-priority runs that fit elsewhere (backfill).
+// Pools (issue 15): a run goes only to nodes of its sweep's pool ("" = nodes outside pools); a
+// gang only to nodes of one Slurm allocation; a run whose expected duration is known does not
+// start on a node whose allocation ends before the run would.
 #ifndef ABLATE_SERVER_CORE_PLACEMENT_H_
 #define ABLATE_SERVER_CORE_PLACEMENT_H_
 
@@ -23,6 +26,9 @@ struct NodeCapacity {
   std::vector<int> free_gpus;  // indices on that node
   int free_cpu_slots = 0;
   std::vector<std::string> datasets;
+  std::string pool;        // "" outside pools
+  std::string allocation;  // Slurm allocation ("cluster/job.restart"); "" outside Slurm
+  int64_t ends_ms = 0;     // when the allocation ends (time limit); 0 = not known
 };
 
 struct QueuedRun {
@@ -32,6 +38,8 @@ struct QueuedRun {
   int gpus_per_run = 0;  // 0 = one CPU slot
   std::string dataset;   // "" = any node
   int max_concurrent = 0;
+  std::string pool;         // "" = nodes outside pools
+  int64_t expected_ms = 0;  // how long it should take (finished runs of its variant); 0 = unknown
 };
 
 struct NodeShare {
@@ -48,6 +56,7 @@ struct PlanInput {
   std::vector<QueuedRun> queue;  // any order; PlanAssignments sorts
   std::vector<NodeCapacity> nodes;
   std::map<int64_t, int> active_per_sweep;  // runs assigned or running now
+  int64_t now_ms = 0;  // for NodeCapacity::ends_ms
 };
 
 struct Plan {

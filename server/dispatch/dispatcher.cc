@@ -191,6 +191,7 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     for (const v1::Gpu& g : hello.gpus()) w.gpu_indices.push_back(g.index());
     w.cpu_slots = hello.cpu_slots();
     w.datasets = record.datasets;
+    NoteSlurm(hello, Now(), &w);
     w.attempts = std::move(held);
     for (const auto& [attempt_id, live] : w.attempts) {
       if (live.node.in_gang() && !live.restored) LearnGangSize(attempt_id, live.node.num_nodes);
@@ -487,8 +488,9 @@ std::vector<NodeCapacity> Dispatcher::Capacity() const {
   int64_t now = Now();
   for (const auto& [worker_id, w] : workers_) {
     if (!w.session || now - w.last_heartbeat_ms > options_.lease_ms) continue;
+    if (w.draining || w.fenced) continue;
     NodeCapacity n{worker_id, static_cast<int>(w.gpu_indices.size()), w.gpu_indices, w.cpu_slots,
-                   w.datasets};
+                   w.datasets, w.pool, w.allocation, w.ends_ms};
     for (const auto& [attempt_id, live] : w.attempts) {
       if (live.gpus.empty()) --n.free_cpu_slots;
       for (int g : live.gpus) std::erase(n.free_gpus, g);
@@ -504,6 +506,7 @@ absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(std::map<int64_t, 
   absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
   if (!runs.ok()) return runs.status();
   std::map<int64_t, Sweep> sweeps;
+  std::map<int64_t, int64_t> expected_by_variant;
   std::vector<QueuedRun> queue;
   for (const Run& r : *runs) {
     auto it = sweeps.find(r.sweep_id);
@@ -516,8 +519,9 @@ absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(std::map<int64_t, 
       it = sweeps.emplace(r.sweep_id, *std::move(sw)).first;
     }
     const Sweep& sw = it->second;
-    queue.push_back(
-        {r.id, r.sweep_id, sw.priority, sw.gpus_per_run, sw.dataset, sw.max_concurrent});
+    queue.push_back({r.id, r.sweep_id, sw.priority, sw.gpus_per_run, sw.dataset,
+                     sw.max_concurrent, sw.pool,
+                     sw.pool.empty() ? 0 : ExpectedMs(r, &expected_by_variant)});
   }
   return queue;
 }
@@ -532,6 +536,7 @@ void Dispatcher::ScheduleOnce() {
   }
   if (queue->empty()) return;
   in.queue = *std::move(queue);
+  in.now_ms = Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     in.nodes = Capacity();

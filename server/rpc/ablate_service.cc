@@ -100,6 +100,11 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
   std::string file = req->file_name().empty() ? "<spec>" : req->file_name();
   absl::StatusOr<ExpandedSweep> expanded = ParseSweepSpec(req->spec_yaml(), file);
   if (!expanded.ok()) return ToGrpc(expanded.status());
+  if (hooks_.check_sweep) {
+    if (absl::Status s = hooks_.check_sweep(expanded->sweep); !s.ok()) {
+      return ToGrpc(absl::Status(s.code(), file + ": " + std::string(s.message())));
+    }
+  }
   if (req->dry_run()) {
     ToProto(expanded->sweep, resp->mutable_sweep());
     for (const Variant& v : expanded->variants) ToProto(v, resp->mutable_sweep()->add_variants());

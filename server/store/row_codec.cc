@@ -51,6 +51,7 @@ Sweep ReadSweep(const Statement& row) {
   s.max_attempts = static_cast<int>(row.Int(12));
   s.created_ms = row.Int(13);
   s.finished_ms = row.Int(14);
+  s.pool = row.Text(15);
   return s;
 }
 
@@ -104,6 +105,8 @@ Attempt ReadAttempt(const Statement& row) {
   a.stderr_tail = row.Text(8);
   a.started_ms = row.Int(9);
   a.finished_ms = row.Int(10);
+  a.slurm_job_id = row.Int(11);
+  a.slurm_step_id = row.Text(12);
   return a;
 }
 

@@ -15,7 +15,7 @@ using J = nlohmann::json;
 constexpr std::string_view kTopLevelKeys[] = {
     "name",         "description", "baseline",       "include_baseline", "target_val_loss", "seeds",
     "gpus_per_run", "priority",    "max_concurrent", "max_attempts",     "dataset",         "tags",
-    "ablations",    "grid"};
+    "ablations",    "grid",        "pool"};
 constexpr std::string_view kBaselineKeys[] = {"preset", "scale", "set"};
 constexpr std::string_view kAblationKeys[] = {"name", "set"};
 // Bounds on what one spec may list; with aliases (*x) a small text can name big structures,
@@ -160,6 +160,7 @@ void SpecReader::ReadSettings(const Entries& top) {
   ReadIntField(top, "max_attempts", 1, 20, &spec_.max_attempts);
   if (top.count("dataset"))
     spec_.dataset = ReadName(node("dataset"), "dataset", "dataset", errors_);
+  if (top.count("pool")) spec_.pool = ReadName(node("pool"), "pool", "pool name", errors_).value_or("");
   if (top.count("tags")) {
     spec_.tags = ReadStringList(node("tags"), "tags", errors_).value_or(std::vector<std::string>{});
   }
