@@ -242,5 +242,33 @@ TEST_F(PoolE2eTest, SixteenGpuRunBecomesOneTwoNodeAllocation) {
   EXPECT_EQ(run.value("attempts_used", 0), 0);
 }
 
+TEST_F(PoolE2eTest, PreemptedPilotDrainsAndItsRunIsRequeuedUncharged) {
+  // Partition urgent (PriorityTier 2) preempts gpu (REQUEUE, GraceTime 15 s): Slurm sends the
+  // pilot USR1 at once and SIGTERM 15 s later (reference/slurm.md §2). Seen with Slurm 22.05:
+  // squeue stops showing the preempted pilot as running at once, so the coordinator requeues the
+  // run at its next poll, long before the SIGTERM (the SIGTERM release is covered by
+  // worker_release_test and dispatcher_pools_test); the drained pilot then leaves by itself.
+  StartCoordinator(PoolsFile({"--grace-ms", "2000"}, /*max_nodes=*/1), "60000");
+  cli_.Submit(Root() + "/spec.yaml", CpuSpec("preempt", 1, 300));
+  json run = WaitRun(1, [](const json& r) { return r["state"] == "RUN_RUNNING"; }, 120s);
+  const int64_t job = Int(run["attempts"][0]["slurm_job_id"]);
+  ASSERT_GT(job, 0) << run.dump();
+  ProcessResult urgent = cluster_->Run({"sbatch", "--parsable", "-p", "urgent", "-N2",
+                                        "--gres=gpu:8", "-o", "/dev/null", "--wrap", "sleep 25"});
+  ASSERT_EQ(urgent.exit_code, 0) << urgent.err;
+  auto preempted_at = std::chrono::steady_clock::now();
+  run = WaitRun(1, [](const json& r) {
+    return !r["attempts"].empty() && r["attempts"][0]["state"] == "lost";
+  }, 60s);
+  ASSERT_EQ(run["attempts"][0]["state"], "lost") << run.dump();
+  EXPECT_NE(coordinator_->Stderr().find("is draining: no new runs"), std::string::npos)
+      << "USR1 did not make the pilot drain";
+  EXPECT_LT(std::chrono::steady_clock::now() - preempted_at, 30s)
+      << "requeued by the lease (60 s), not when Slurm preempted the pilot";
+  run = WaitRun(1, Succeeded, 300s);
+  EXPECT_EQ(run.value("attempts_used", 0), 0);
+  EXPECT_EQ(run["attempts"].size(), 2u);
+}
+
 }  // namespace
 }  // namespace ablate::testing
