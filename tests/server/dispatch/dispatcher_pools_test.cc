@@ -197,9 +197,9 @@ TEST_F(DispatcherPoolsTest, DrainingWorkersGetNothing) {
 TEST(PlacementPoolsTest, RunDoesNotStartInAnAllocationThatEndsFirst) {
   PlanInput in;
   in.now_ms = 1000;
-  in.queue = {{1, 1, 0, 8, "d", 0, "lab", /*expected_ms=*/5000}};
-  NodeCapacity ending{"w1", 8, {0, 1, 2, 3, 4, 5, 6, 7}, 0, {"d"}, "lab", "lab/7.0", 4000};
-  NodeCapacity lasting{"w2", 8, {0, 1, 2, 3, 4, 5, 6, 7}, 0, {"d"}, "lab", "lab/8.0", 9000};
+  in.queue = {{1, 1, 0, 8, "d", 0, false, 0, 0, "lab", /*expected_ms=*/5000}};
+  NodeCapacity ending{"w1", 8, {0, 1, 2, 3, 4, 5, 6, 7}, 0, {"d"}, false, "", "lab", "lab/7.0", 4000};
+  NodeCapacity lasting{"w2", 8, {0, 1, 2, 3, 4, 5, 6, 7}, 0, {"d"}, false, "", "lab", "lab/8.0", 9000};
   in.nodes = {ending};
   Plan plan = PlanAssignments(in);
   EXPECT_TRUE(plan.placements.empty());
