@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
       "cancel", "cancel a sweep's unfinished runs (trainers get SIGTERM, then SIGKILL)");
   AddId(cancel, &id, "sweep");
   CLI::App* workers = app.add_subcommand("workers", "list worker nodes, GPUs and heartbeats");
+  CLI::App* pools = app.add_subcommand(
+      "pools", "Slurm pools and their pilot allocations: running or pending (Slurm's reason), "
+               "nodes, time left, idle");
   CLI::App* presets = app.add_subcommand(
       "presets", "list the record presets, or print one preset's full config (no server needed)");
   presets->add_option("NAME", preset, "preset to print");
@@ -159,6 +162,7 @@ int main(int argc, char** argv) {
   if (watch->parsed()) return ablate::WatchCommand(c, id);
   if (cancel->parsed()) return ablate::CancelCommand(c, id);
   if (workers->parsed()) return ablate::WorkersCommand(c);
+  if (pools->parsed()) return ablate::PoolsCommand(c);
   if (compare->parsed()) return ablate::CompareCommand(c, id, metric, csv);
   if (records->parsed()) return ablate::RecordsCommand(c, csv);
   if (plan->parsed()) return ablate::PlanCommand(c, plan_target, effect, sd);

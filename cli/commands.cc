@@ -299,9 +299,12 @@ int RunCommand(Client& c, int64_t id) {
   if (!r.error().empty()) std::cout << "  error: " << r.error() << "\n";
   if (!r.attempts().empty()) {
     std::cout << "\n";
-    Table t({"ATTEMPT", "WORKER", "STATE", "EXIT", "STARTED", "FINISHED", "ERROR"});
+    Table t({"ATTEMPT", "WORKER", "SLURM_JOB", "STATE", "EXIT", "STARTED", "FINISHED", "ERROR"});
     for (const v1::Attempt& a : r.attempts()) {
-      t.AddRow({std::to_string(a.number()), a.worker_id(), a.state(), std::to_string(a.exit_code()),
+      std::string job = a.slurm_job_id() ? std::to_string(a.slurm_job_id()) : "-";
+      if (!a.slurm_step_id().empty()) job += "." + a.slurm_step_id();
+      t.AddRow({std::to_string(a.number()), a.worker_id(), job, a.state(),
+                std::to_string(a.exit_code()),
                 FormatTimestampMs(a.started_ms()), FormatTimestampMs(a.finished_ms()),
                 a.error().empty() ? "-" : a.error()});
     }
@@ -416,8 +419,9 @@ int WorkersCommand(Client& c) {
     if (!w.gpus().empty()) gpus += "× " + w.gpus(0).model();
     std::string runs;
     for (int64_t r : w.run_ids()) runs += (runs.empty() ? "" : ",") + std::to_string(r);
-    t.AddRow({w.id(), w.host(), gpus, std::to_string(w.cpu_slots()),
-              w.connected() ? "connected" : "gone",
+    std::string state = w.connected() ? "connected" : "gone";
+    if (!w.slurm_allocation().empty()) state += ", slurm " + w.slurm_allocation();
+    t.AddRow({w.id(), w.host(), gpus, std::to_string(w.cpu_slots()), state,
               FormatAgeMs(w.last_heartbeat_ms() ? now - w.last_heartbeat_ms() : -1),
               runs.empty() ? "-" : runs, w.datasets().empty() ? "-" : Join(w.datasets())});
   }

@@ -20,6 +20,7 @@
 #include "server/core/token_file.h"
 #include "server/http/dashboard_server.h"
 #include "server/http/web_root.h"
+#include "server/pools/pools_setup.h"
 #include "server/rpc/ablate_service.h"
 #include "server/rpc/token_auth.h"
 #include "server/rpc/worker_service.h"
@@ -45,6 +46,10 @@ struct Flags {
   int64_t lease_ms = 10000;
   int64_t heartbeat_ms = 1000;
   int64_t cancel_grace_ms = 10000;
+  std::string pools_file;  // issue 15: --pools
+  std::string coordinator_id;
+  std::string advertise;
+  int64_t pools_poll_ms = 20000;
 };
 
 std::string DefaultDataDir() {
@@ -153,6 +158,11 @@ int Serve(const Flags& f) {
       return 2;
     }
   }
+  absl::StatusOr<std::vector<PoolConfig>> pools = ReadPoolsFile(f.pools_file);
+  if (!pools.ok()) {
+    std::cerr << "ablate-coordinator: " << pools.status().message() << "\n";
+    return 2;
+  }
   std::string dir = f.data_dir.empty() ? DefaultDataDir() : f.data_dir;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -194,6 +204,8 @@ int Serve(const Flags& f) {
   hooks.runs_by_worker = [&] { return dispatcher.RunsByWorker(); };
   hooks.waiting_reasons = [&] { return dispatcher.WaitingReasons(); };
   hooks.on_submit = [&] { dispatcher.Kick(); };
+  std::unique_ptr<PoolManager> pool_manager;  // started once the port is known
+  AddPoolHooks(&pool_manager, !pools->empty(), &hooks);
   AblateServiceImpl client_service(store->get(), &feed, &auth, hooks);
   WorkerServiceImpl worker_service(&dispatcher, &auth, store->get());
   absl::StatusOr<std::unique_ptr<DashboardServer>> dashboard =
@@ -221,6 +233,19 @@ int Serve(const Flags& f) {
   std::string host = f.listen.substr(0, f.listen.rfind(':'));
   std::cout << "ablate-coordinator listening on " << host << ":" << port << " (data " << dir
             << "/ablate.db, schema v" << (*store)->SchemaVersion() << ")" << std::endl;
+  ProcessRunner slurm_commands;
+  if (!pools->empty()) {
+    PoolManagerOptions o;
+    o.coordinator_id = f.coordinator_id.empty() ? DefaultCoordinatorId(dir) : f.coordinator_id;
+    o.coordinator_address = PilotCoordinatorAddress(f.advertise, f.listen, port);
+    o.poll_ms = f.pools_poll_ms;
+    pool_manager = std::make_unique<PoolManager>(*pools, &slurm_commands, store->get(),
+                                                 &dispatcher, o);
+    pool_manager->Start();
+    std::cout << "ablate-coordinator pools: " << pools->size() << " (pilot jobs '"
+              << PilotJobName(o.coordinator_id) << "', workers dial " << o.coordinator_address
+              << ")" << std::endl;
+  }
   WritePortFile(f.port_file, port);
   std::thread waiter = WaitForSignal(signals, [&](int sig) {
     std::cerr << "ablate-coordinator: signal " << sig << ", shutting down" << std::endl;
@@ -230,6 +255,7 @@ int Serve(const Flags& f) {
   });
   server->Wait();
   waiter.join();
+  if (pool_manager) pool_manager->Stop();
   dispatcher.Stop();
   std::cerr << "ablate-coordinator: stopped" << std::endl;
   return 0;
@@ -305,6 +331,19 @@ int main(int argc, char** argv) {
                  "SIGTERM to SIGKILL delay when a run is cancelled")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--pools", f.pools_file,
+                 "YAML file of Slurm pools: the coordinator asks Slurm for allocations running "
+                 "ablate-worker --slurm for sweeps that say `pool: NAME` (see the README)");
+  app.add_option("--coordinator-id", f.coordinator_id,
+                 "names this coordinator's pilot jobs (ablate-ID); default: a hash of the host "
+                 "name and the data dir, stable across restarts");
+  app.add_option("--advertise", f.advertise,
+                 "HOST:PORT that pilots' workers dial (default: the --listen host, the host "
+                 "name for 0.0.0.0, with the bound port)");
+  app.add_option("--pools-poll-ms", f.pools_poll_ms,
+                 "how often Slurm is asked about the pilots (one squeue per poll)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   ablate::BackupFlags backup_flags;
   CLI::App* backup = app.add_subcommand(
       "backup",

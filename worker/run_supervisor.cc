@@ -79,6 +79,11 @@ ExecImage MakeImage(const RunSpec& spec) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+  // Slurm signals every process of a job step: its USR1 ("drain soon") is the worker's to
+  // handle, and would kill a trainer (no handler). Ignored dispositions survive exec.
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGUSR1, &ign, nullptr);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) ::dup2(devnull, 0);
   ::dup2(out_fd, 1);

@@ -167,6 +167,7 @@ void WorkerClient::Heartbeats(uint64_t generation, std::chrono::milliseconds per
   while (true) {
     v1::WorkerMessage beat;
     beat.mutable_heartbeat()->set_time_ms(WallMs());
+    if (options_.draining && options_.draining()) beat.mutable_heartbeat()->set_draining(true);
     std::optional<std::vector<std::string>> changed;
     if (options_.list_datasets && std::chrono::steady_clock::now() >= next_scan) {
       next_scan = std::chrono::steady_clock::now() + options_.dataset_rescan;

@@ -34,6 +34,8 @@ struct WorkerClientOptions {
   // that finishes while connected is scheduled on without a reconnect.
   std::function<std::vector<std::string>()> list_datasets;
   std::chrono::milliseconds dataset_rescan{10000};
+  // True while the worker takes no new runs; every heartbeat then says so (Heartbeat.draining).
+  std::function<bool()> draining;
   std::chrono::milliseconds backoff_initial{100};
   std::chrono::milliseconds backoff_max{10000};
 };

@@ -3,6 +3,7 @@
 #include "worker/worker_core.h"
 
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "worker/datasets.h"
@@ -59,14 +60,20 @@ void WorkerCore::HandleAssignment(const v1::Assignment& as) {
                                 [this, raw](const v1::MetricPoint& p) { OnPoint(*raw, p); },
                                 [this, raw](const RunResult& r) { OnExit(*raw, r); }});
   std::optional<v1::NcclId> early;
+  bool refused = false;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || attempts_.count(as.attempt_id()) > 0) return;  // shutting down, or a repeat
-    attempts_[as.attempt_id()] = a;
+    refused = draining_;  // sent before the coordinator heard of the drain: give it back
+    if (!refused) attempts_[as.attempt_id()] = a;
     if (auto it = early_ids_.find(as.attempt_id()); it != early_ids_.end()) {
       early = it->second;
       early_ids_.erase(it);
     }
+  }
+  if (refused) {
+    FailToStart(as, absl::UnavailableError("worker is draining"), "cancelled");
+    return;
   }
   if (as.num_nodes() > 1) {
     LogLine("attempt " + std::to_string(as.attempt_id()) + ": node " +
@@ -153,13 +160,14 @@ void WorkerCore::RelayNcclIds() {
   }
 }
 
-void WorkerCore::FailToStart(const v1::Assignment& as, const absl::Status& why) {
+void WorkerCore::FailToStart(const v1::Assignment& as, const absl::Status& why,
+                             const std::string& status) {
   LogLine("attempt " + std::to_string(as.attempt_id()) + ": " + why.ToString());
   v1::RunFinished f;
   f.set_attempt_id(as.attempt_id());
   f.set_fencing_token(as.fencing_token());
-  f.set_status("failed");
-  f.set_exit_code(127);
+  f.set_status(status);
+  f.set_exit_code(status == "failed" ? 127 : 0);
   f.set_error(std::string(why.message()));
   AppendFinished(f);
   {
@@ -229,7 +237,12 @@ void WorkerCore::OnExit(Attempt& a, const RunResult& r) {
   SendPending();
 }
 
-void WorkerCore::HandleAck(const v1::Ack& ack) { Record(outbox_->Ack(ack.attempt_id(), ack.seq())); }
+void WorkerCore::HandleAck(const v1::Ack& ack) {
+  // The coordinator acknowledges a RunFinished with finished = true and seq 0: everything of the
+  // attempt is then delivered (it reads a stream in order), so the whole outbox entry goes.
+  Record(outbox_->Ack(ack.attempt_id(),
+                      ack.finished() ? std::numeric_limits<int64_t>::max() : ack.seq()));
+}
 
 void WorkerCore::HandleCancel(const v1::Cancel& cancel) {
   if (CancelStarting(cancel)) return;

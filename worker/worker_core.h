@@ -93,6 +93,19 @@ class WorkerCore {
   void Shutdown();
   size_t running() const;
 
+  // Stopping for good (SIGTERM: scancel, preemption, shutdown; worker_release.cc): sends one
+  // Release with every attempt still running, so the coordinator requeues them at once without
+  // charge, and takes no new runs. Call before Shutdown(), while the stream is still open.
+  // Returns how many attempts were released; nothing is sent when there are none or when
+  // disconnected (the lease then requeues them).
+  size_t ReleaseAll(const std::string& reason);
+  // Takes no new runs from now on (USR1): an Assignment that still arrives ends at once as
+  // "cancelled" (requeued, not charged). Heartbeats say so (Heartbeat.draining).
+  void Drain();
+  bool draining() const;
+  // Nothing running and nothing left in the outbox to deliver.
+  bool Idle() const;
+
  private:
   struct Attempt;
   WorkerCore(WorkerCoreOptions options, MessageSink* sink, std::unique_ptr<Outbox> outbox);
@@ -101,7 +114,8 @@ class WorkerCore {
   void AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points);
   void AppendFinished(const v1::RunFinished& finished);
   RunSpec SpecFor(const v1::Assignment& assignment) const;
-  void FailToStart(const v1::Assignment& assignment, const absl::Status& why);
+  void FailToStart(const v1::Assignment& assignment, const absl::Status& why,
+                   const std::string& status = "failed");
   void Pump();
   void FlushDueAndReap();
   // Node rank 0 of multi-node attempts: sends each NcclId once its trainer has written it.
@@ -125,6 +139,7 @@ class WorkerCore {
   mutable absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<Attempt>> attempts_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool pump_stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, v1::NcclId> early_ids_ ABSL_GUARDED_BY(mu_);  // attempt -> id

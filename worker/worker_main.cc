@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -15,6 +16,8 @@
 #include "worker/command.h"
 #include "worker/datasets.h"
 #include "worker/gpu_probe.h"
+#include "worker/slurm_env.h"
+#include "worker/stop_watch.h"
 #include "worker/worker_client.h"
 #include "worker/worker_core.h"
 
@@ -24,6 +27,9 @@ using namespace ablate::worker;
 
 struct Flags {
   std::string coordinator, work_dir, token_file, tls_ca, gpus = "all", name, data_dir, trainer;
+  bool slurm = false;
+  std::string pool;
+  int64_t idle_exit_ms = 0;
   int cpu_slots = 1;
   int64_t heartbeat_ms = 0;
   int64_t grace_ms = 10000;
@@ -65,6 +71,14 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--master-addr", f.master_addr,
                  "address other nodes reach this one at, for a multi-node script run's torch "
                  "rendezvous (default: the host name)");
+  app.add_flag("--slurm", f.slurm,
+               "run as a Slurm pilot (started by srun): the id names the allocation "
+               "(slurm/CLUSTER/JOB.RESTART/NODE), GPUs come from CUDA_VISIBLE_DEVICES, run "
+               "folders go to WORK_DIR/slurm-JOB.RESTART-NODE");
+  app.add_option("--pool", f.pool, "with --slurm: the coordinator's pool this pilot serves");
+  app.add_option("--idle-exit-ms", f.idle_exit_ms,
+                 "exit after this long with nothing running and nothing to deliver (0: never)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 // The valid datasets under data_dir. Each reason a dataset is left out is logged when it first
@@ -118,6 +132,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGUSR1);  // drain (Slurm's --signal before the time limit)
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -128,11 +143,27 @@ int main(int argc, char** argv) {
   if (!trainer.ok()) return Die(std::string(trainer.status().message()));
   absl::StatusOr<std::string> token = ablate::ReadTokenFile(f.token_file);
   if (!token.ok()) return Die(std::string(token.status().message()));
+  std::optional<SlurmIdentity> slurm;
+  if (f.slurm) {
+    absl::StatusOr<SlurmIdentity> s =
+        ReadSlurmIdentity([](const char* name) { return std::getenv(name); }, f.pool);
+    if (!s.ok()) return Die(std::string(s.status().message()));
+    slurm = *std::move(s);
+    // Pilots of one node share WORK_DIR: each keeps its runs and outbox apart.
+    const ablate::v1::SlurmAllocation& a = slurm->allocation;
+    f.work_dir += "/slurm-" + std::to_string(a.job_id()) + "." +
+                  std::to_string(a.restart_count()) + "-" + std::to_string(a.node_index());
+  } else if (!f.pool.empty()) {
+    return Die("--pool needs --slurm");
+  }
   absl::StatusOr<std::vector<ablate::v1::Gpu>> gpus =
-      SelectGpus(f.gpus == "none" ? std::vector<ablate::v1::Gpu>{} : ProbeGpus(), f.gpus);
+      slurm ? absl::StatusOr<std::vector<ablate::v1::Gpu>>(SlurmGpus(
+                  f.gpus == "none" ? std::vector<int>{} : slurm->gpu_indices, ProbeGpus()))
+            : SelectGpus(f.gpus == "none" ? std::vector<ablate::v1::Gpu>{} : ProbeGpus(), f.gpus);
   if (!gpus.ok()) return Die(std::string(gpus.status().message()));
 
-  const std::string host = HostName(), id = f.name.empty() ? host : f.name;
+  const std::string host = HostName();
+  const std::string id = slurm ? slurm->worker_id : f.name.empty() ? host : f.name;
   const std::string version = TrainerVersion(*trainer);
   WorkerCoreOptions core_options;
   core_options.work_dir = f.work_dir;
@@ -169,8 +200,10 @@ int main(int argc, char** argv) {
     hello.set_allow_scripts(f.allow_scripts);
     for (const std::string& d : datasets()) hello.add_datasets(d);
     for (const auto& h : core_ptr->Held()) *hello.add_running() = h;
+    if (slurm) *hello.mutable_slurm() = slurm->allocation;
     return hello;
   };
+  client_options.draining = [&core_ptr] { return core_ptr->draining(); };
   WorkerClient client(client_options);
   core_options.fetch_snapshot = [&client](const std::string& hash) {
     return client.FetchSnapshot(hash);
@@ -185,10 +218,9 @@ int main(int argc, char** argv) {
           (f.allow_scripts ? "; runs scripts with " + f.python : "; runs no scripts"));
 
   std::thread signals([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    LogLine(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-            ": stopping children");
+    StopWatchOptions stop_options;
+    stop_options.idle_exit = std::chrono::milliseconds(f.idle_exit_ms);
+    LogLine(AwaitStop(stop_signals, **core, stop_options) + ": stopping children");
     (*core)->Shutdown();
     client.Stop();
   });

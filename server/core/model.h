@@ -60,6 +60,7 @@ struct Sweep {
   int max_concurrent = 0;  // 0 = unlimited
   int max_attempts = 3;
   std::vector<std::string> tags;
+  std::string pool;  // "" = any worker outside a pool; else only that pool's workers (issue 15)
   TimestampMs created_ms = 0;
   TimestampMs finished_ms = 0;  // 0 while not finished
 };
@@ -112,6 +113,10 @@ struct Attempt {
   std::string stderr_tail;
   TimestampMs started_ms = 0;
   TimestampMs finished_ms = 0;
+  // The Slurm allocation the attempt ran in (its node 0's), 0 outside Slurm; the step id when the
+  // run was an `srun` step of it ("" otherwise).
+  int64_t slurm_job_id = 0;
+  std::string slurm_step_id;
 };
 
 struct GpuInfo {

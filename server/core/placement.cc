@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 namespace ablate {
 namespace {
@@ -12,21 +13,14 @@ bool HasDataset(const NodeCapacity& n, const std::string& dataset) {
          std::find(n.datasets.begin(), n.datasets.end(), dataset) != n.datasets.end();
 }
 
-// A single-node share for `run`, taking capacity from `n`; nullopt when it does not fit.
-std::optional<NodeShare> TakeOnNode(NodeCapacity& n, int gpus) {
-  if (gpus == 0) {
-    if (n.free_cpu_slots <= 0) return std::nullopt;
-    --n.free_cpu_slots;
-    return NodeShare{n.worker_id, {}};
-  }
-  if (static_cast<int>(n.free_gpus.size()) < gpus) return std::nullopt;
-  NodeShare share{n.worker_id, {n.free_gpus.begin(), n.free_gpus.begin() + gpus}};
-  n.free_gpus.erase(n.free_gpus.begin(), n.free_gpus.begin() + gpus);
-  return share;
+// The node is in the run's pool and, when both are known, its allocation outlasts the run.
+bool CanHold(const NodeCapacity& n, const QueuedRun& r, int64_t now_ms) {
+  if (n.pool != r.pool) return false;
+  return n.ends_ms == 0 || r.expected_ms == 0 || now_ms + r.expected_ms <= n.ends_ms;
 }
 
-// Whole idle nodes for a run larger than any node; all-or-nothing.
-std::optional<std::vector<NodeShare>> TakeGang(std::vector<NodeCapacity*>& fits, int gpus) {
+// Whole idle nodes of `fits` making exactly `gpus`; nullopt (nothing taken) when they do not.
+std::optional<std::vector<NodeShare>> TakeGangOf(std::vector<NodeCapacity*>& fits, int gpus) {
   std::vector<NodeCapacity*> chosen;
   int got = 0;
   for (NodeCapacity* n : fits) {
@@ -44,6 +38,34 @@ std::optional<std::vector<NodeShare>> TakeGang(std::vector<NodeCapacity*>& fits,
   return shares;
 }
 
+// A single-node share for `run`, taking capacity from `n`; nullopt when it does not fit.
+std::optional<NodeShare> TakeOnNode(NodeCapacity& n, int gpus) {
+  if (gpus == 0) {
+    if (n.free_cpu_slots <= 0) return std::nullopt;
+    --n.free_cpu_slots;
+    return NodeShare{n.worker_id, {}};
+  }
+  if (static_cast<int>(n.free_gpus.size()) < gpus) return std::nullopt;
+  NodeShare share{n.worker_id, {n.free_gpus.begin(), n.free_gpus.begin() + gpus}};
+  n.free_gpus.erase(n.free_gpus.begin(), n.free_gpus.begin() + gpus);
+  return share;
+}
+
+// Whole idle nodes for a run larger than any node; all-or-nothing. Nodes of a Slurm allocation
+// only go together with nodes of the same allocation.
+std::optional<std::vector<NodeShare>> TakeGang(std::vector<NodeCapacity*>& fits, int gpus) {
+  std::set<std::string> allocations;
+  for (NodeCapacity* n : fits) allocations.insert(n->allocation);
+  for (const std::string& allocation : allocations) {
+    std::vector<NodeCapacity*> same;
+    for (NodeCapacity* n : fits) {
+      if (n->allocation == allocation) same.push_back(n);
+    }
+    if (auto shares = TakeGangOf(same, gpus)) return shares;
+  }
+  return std::nullopt;
+}
+
 bool TakesScripts(const NodeCapacity& n, const QueuedRun& r) { return !r.script || n.allow_scripts; }
 
 // Nodes of `model` first, the others after, each in their previous order.
@@ -55,6 +77,10 @@ void PreferModel(std::vector<NodeCapacity*>& nodes, const std::string& model) {
 
 std::string WaitReason(const QueuedRun& r, bool any_dataset_node, bool any_script_node,
                        int max_node_gpus) {
+  if (!any_dataset_node && !r.pool.empty()) {
+    return "no worker of pool '" + r.pool + "' with dataset '" + r.dataset +
+           "' and time left for the run is connected";
+  }
   if (!any_dataset_node) {
     return "no connected worker has dataset '" + r.dataset + "'";
   }
@@ -90,7 +116,7 @@ Plan PlanAssignments(PlanInput in) {
     std::vector<NodeCapacity*> fits;
     bool any_dataset_node = false;
     for (NodeCapacity& n : in.nodes) {
-      if (!HasDataset(n, r.dataset)) continue;
+      if (!HasDataset(n, r.dataset) || !CanHold(n, r, in.now_ms)) continue;
       any_dataset_node = true;
       if (TakesScripts(n, r)) fits.push_back(&n);
     }

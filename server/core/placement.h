@@ -13,6 +13,9 @@
 // block lower-priority runs that fit elsewhere (backfill). A single-node GPU run prefers nodes
 // whose GPU model is the one its block already runs on (PlanInput::block_models, and the first
 // placement of the block in this plan); it still goes elsewhere rather than wait.
+// Pools (issue 15): a run goes only to nodes of its sweep's pool ("" = nodes outside pools); a
+// gang only to nodes of one Slurm allocation; a run whose expected duration is known does not
+// start on a node whose allocation ends before the run would.
 #ifndef ABLATE_SERVER_CORE_PLACEMENT_H_
 #define ABLATE_SERVER_CORE_PLACEMENT_H_
 
@@ -31,6 +34,9 @@ struct NodeCapacity {
   std::vector<std::string> datasets;
   bool allow_scripts = false;  // started with --allow-scripts: takes script runs (issue 14)
   std::string gpu_model;  // of the node's first GPU; "" for none
+  std::string pool;        // "" outside pools
+  std::string allocation;  // Slurm allocation ("cluster/job.restart"); "" outside Slurm
+  int64_t ends_ms = 0;     // when the allocation ends (time limit); 0 = not known
 };
 
 struct QueuedRun {
@@ -43,6 +49,8 @@ struct QueuedRun {
   bool script = false;  // runs the researcher's script: only nodes with allow_scripts take it
   int64_t dispatch_order = 0;  // rank in the sweep's dispatch order
   int block = 0;               // the run's seed: block of the dispatch order
+  std::string pool;         // "" = nodes outside pools
+  int64_t expected_ms = 0;  // how long it should take (finished runs of its variant); 0 = unknown
 };
 
 struct NodeShare {
@@ -62,6 +70,7 @@ struct PlanInput {
   // GPU model of the nodes already running runs of a (sweep, block). A block's GPU runs prefer
   // nodes of that model, so that the runs compared within a block ran on the same hardware.
   std::map<std::pair<int64_t, int>, std::string> block_models;
+  int64_t now_ms = 0;  // for NodeCapacity::ends_ms
 };
 
 struct Plan {

@@ -211,6 +211,7 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     w.cpu_slots = hello.cpu_slots();
     w.datasets = record.datasets;
     w.allow_scripts = hello.allow_scripts();
+    NoteSlurm(hello, Now(), &w);
     w.attempts = std::move(held);
     for (const auto& [attempt_id, live] : w.attempts) {
       if (live.node.in_gang() && !live.restored) LearnGangSize(attempt_id, live.node.num_nodes);
@@ -519,8 +520,9 @@ std::vector<NodeCapacity> Dispatcher::Capacity() const {
   int64_t now = Now();
   for (const auto& [worker_id, w] : workers_) {
     if (!w.session || now - w.last_heartbeat_ms > options_.lease_ms) continue;
+    if (w.draining || w.fenced) continue;
     NodeCapacity n{worker_id, static_cast<int>(w.gpu_indices.size()), w.gpu_indices, w.cpu_slots,
-                   w.datasets, w.allow_scripts, w.gpu_model};
+                   w.datasets, w.allow_scripts, w.gpu_model, w.pool, w.allocation, w.ends_ms};
     for (const auto& [attempt_id, live] : w.attempts) {
       if (live.gpus.empty()) --n.free_cpu_slots;
       for (int g : live.gpus) std::erase(n.free_gpus, g);
@@ -550,6 +552,7 @@ absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(
   if (!runs.ok()) return runs.status();
   std::map<int64_t, Sweep> sweeps;
   std::map<int64_t, std::set<int64_t>> script_variants;  // by sweep
+  std::map<int64_t, int64_t> expected_by_variant;
   std::vector<QueuedRun> queue;
   for (const Run& r : *runs) {
     auto it = sweeps.find(r.sweep_id);
@@ -567,7 +570,8 @@ absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(
     const Sweep& sw = it->second;
     queue.push_back({r.id, r.sweep_id, sw.priority, sw.gpus_per_run, sw.dataset,
                      sw.max_concurrent, script_variants[r.sweep_id].count(r.variant_id) > 0,
-                     r.dispatch_order, r.seed});
+                     r.dispatch_order, r.seed, sw.pool,
+                     sw.pool.empty() ? 0 : ExpectedMs(r, &expected_by_variant)});
   }
   for (const auto& [sweep_id, sw] : sweeps) {
     if (sw.seeds_min == 0) continue;
@@ -597,6 +601,7 @@ void Dispatcher::ScheduleOnce() {
     return;
   }
   in.queue = *std::move(queue);
+  in.now_ms = Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     in.nodes = Capacity();

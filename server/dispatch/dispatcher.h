@@ -122,6 +122,27 @@ class Dispatcher {
   // Why queued runs are waiting, from the last scheduling pass.
   std::map<int64_t, std::string> WaitingReasons() const;
 
+  // Pools (issue 15; dispatcher_pools.cc). A worker that sends Release gives its attempts back:
+  // each one that is current with that fencing token is requeued at once without charge, and
+  // the other nodes of a gang are cancelled.
+  void OnRelease(const std::string& worker_id, const v1::Release& msg);
+  // Heartbeat.draining: a draining worker is assigned nothing more.
+  void OnDraining(const std::string& worker_id, bool draining);
+  // What squeue showed at `seen_ms` for `pool`: its allocations that are running, by job id, with
+  // their restart count and end time (ms since the epoch, 0 unknown). Every worker of the pool
+  // that registered before `seen_ms` and whose allocation is not among them (or is an older
+  // incarnation) is fenced: it is assigned nothing more and its attempts are requeued at once,
+  // not charged, with `why` as the reason. Returns the fenced workers' ids.
+  struct RunningAllocation {
+    int restart_count = 0;
+    int64_t ends_ms = 0;
+  };
+  std::vector<std::string> FenceAllocations(const std::string& pool,
+                                            const std::map<int64_t, RunningAllocation>& running,
+                                            int64_t seen_ms, const std::string& why);
+  // The pool's connected workers by Slurm job id: how many runs each job's workers hold now.
+  std::map<int64_t, int> RunsByAllocation(const std::string& pool) const;
+
   // One scheduling pass and one lease check (the loop calls these; tests may too).
   void ScheduleOnce();
   void ExpireLeases();
@@ -163,7 +184,22 @@ class Dispatcher {
     std::map<int64_t, LiveAttempt> attempts;  // by attempt id
     bool marked_gone = false;  // the store says disconnected since the lease ran out
     int64_t persisted_heartbeat_ms = 0;  // last TouchWorker written to the store
+    // Pools (issue 15): from Hello.slurm; a Slurm pilot's pool, allocation and when it ends.
+    std::string pool;
+    int64_t slurm_job_id = 0;
+    int slurm_restart = 0;
+    std::string allocation;  // "cluster/job.restart"; "" outside Slurm
+    int64_t ends_ms = 0;
+    int64_t registered_ms = 0;
+    bool draining = false;
+    bool fenced = false;  // its allocation is gone: nothing more for it
   };
+  // Records what a Hello says about pools on the worker's state.
+  static void NoteSlurm(const v1::Hello& hello, int64_t now, WorkerState* w);
+  // Requeues these attempts without charge (lost), cancelling their other nodes; `why` names
+  // the cause in the logs and the cancels.
+  void ReleaseAttempts(const std::vector<std::pair<std::string, int64_t>>& worker_attempts,
+                       const std::string& why);
 
   void Loop();
   int64_t Now() const { return options_.clock(); }
@@ -188,6 +224,10 @@ class Dispatcher {
   // runs that sequential seeds hold back (seed_sequencer.h) are left out, with why, in `held`.
   absl::StatusOr<std::vector<QueuedRun>> QueuedRuns(std::map<int64_t, int>* active,
                                                     std::map<int64_t, std::string>* held);
+  // How long the run should take: the mean duration of its variant's succeeded runs, for
+  // sweeps on a pool (whose allocations end); 0 when unknown (dispatcher_pools.cc).
+  // `by_variant` caches the answer within one scheduling pass.
+  int64_t ExpectedMs(const Run& run, std::map<int64_t, int64_t>* by_variant);
   void Assign(const Placement& p);
   absl::StatusOr<std::string> RunConfig(const Run& run);
   // Removes one worker's share of an attempt (the other nodes' shares stay).

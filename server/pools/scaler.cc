@@ -29,7 +29,7 @@ int NodesPerRun(const ScalerPool& pool, int gpus_per_run) {
   return gpus_per_run / pool.gpus_per_node;
 }
 
-ScalerDecision Scale(const ScalerPool& pool, const std::vector<int>& runs,
+ScalerDecision ScalePool(const ScalerPool& pool, const std::vector<int>& runs,
                      const std::vector<HeldAllocation>& held) {
   ScalerDecision d;
   std::vector<int> gpu_runs;

@@ -40,7 +40,7 @@ struct ScalerDecision {
 // `runs`: the gpus_per_run of every run of the pool that wants to run now (queued, or assigned
 // or running already), at most max_concurrent per sweep. A gang size that is not a whole number
 // of nodes is reported in `unplaceable` and not asked for.
-ScalerDecision Scale(const ScalerPool& pool, const std::vector<int>& runs,
+ScalerDecision ScalePool(const ScalerPool& pool, const std::vector<int>& runs,
                      const std::vector<HeldAllocation>& held);
 
 // Nodes one run of `gpus_per_run` needs in this pool: 1 up to gpus_per_node, then

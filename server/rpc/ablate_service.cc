@@ -106,6 +106,11 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
   absl::StatusOr<ExpandedSweep> expanded =
       ParseSweepSpec(req->spec_yaml(), file, UploadsFromProto(req->scripts()));
   if (!expanded.ok()) return ToGrpc(expanded.status());
+  if (hooks_.check_sweep) {
+    if (absl::Status s = hooks_.check_sweep(expanded->sweep); !s.ok()) {
+      return ToGrpc(absl::Status(s.code(), file + ": " + std::string(s.message())));
+    }
+  }
   if (req->dry_run()) {
     ToProto(expanded->sweep, resp->mutable_sweep());
     for (const Variant& v : expanded->variants) ToProto(v, resp->mutable_sweep()->add_variants());

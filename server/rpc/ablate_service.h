@@ -27,6 +27,12 @@ struct ServiceHooks {
   // Why queued runs wait, by run id, from the last scheduling pass ("no connected worker has
   // dataset 'fineweb10B'"). GetSweep sums them up in Sweep.waiting_reasons.
   std::function<std::map<int64_t, std::string>()> waiting_reasons;
+  // Checks a parsed sweep against what only the running coordinator knows (its pools: the pool
+  // exists, Slurm can ever hold its runs) before anything is stored; a non-OK status rejects
+  // the submission with that status (also for dry runs).
+  std::function<absl::Status(const Sweep&)> check_sweep;
+  // The pools and their allocations (ListPools); unset: the coordinator has no pools.
+  std::function<std::vector<v1::Pool>()> list_pools;
 };
 
 class AblateServiceImpl final : public v1::AblateService::Service {
@@ -58,6 +64,8 @@ class AblateServiceImpl final : public v1::AblateService::Service {
   grpc::Status ListPresets(grpc::ServerContext* ctx, const v1::ListPresetsRequest* req,
                            v1::ListPresetsResponse* resp) override;
   // Defined in ablate_service_compare.cc (views built by compare_queries.h).
+  grpc::Status ListPools(grpc::ServerContext* ctx, const v1::ListPoolsRequest* req,
+                         v1::ListPoolsResponse* resp) override;  // ablate_service_pools.cc
   grpc::Status CompareSweep(grpc::ServerContext* ctx, const v1::CompareSweepRequest* req,
                             v1::CompareSweepResponse* resp) override;
   grpc::Status ListRecords(grpc::ServerContext* ctx, const v1::ListRecordsRequest* req,

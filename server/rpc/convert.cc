@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "server/core/slurm_worker_id.h"
+
 namespace ablate {
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -63,6 +65,7 @@ void ToProto(const Sweep& in, v1::Sweep* out) {
   out->set_priority(in.priority);
   out->set_max_concurrent(in.max_concurrent);
   out->set_max_attempts(in.max_attempts);
+  out->set_pool(in.pool);
   for (const std::string& t : in.tags) out->add_tags(t);
   out->set_created_ms(in.created_ms);
   out->set_finished_ms(in.finished_ms);
@@ -149,6 +152,8 @@ void ToProto(const Attempt& in, v1::Attempt* out) {
   out->set_stderr_tail(in.stderr_tail);
   out->set_started_ms(in.started_ms);
   out->set_finished_ms(in.finished_ms);
+  out->set_slurm_job_id(in.slurm_job_id);
+  out->set_slurm_step_id(in.slurm_step_id);
 }
 
 void ToProto(const Worker& in, v1::Worker* out) {
@@ -165,6 +170,9 @@ void ToProto(const Worker& in, v1::Worker* out) {
   for (const std::string& d : in.datasets) out->add_datasets(d);
   out->set_connected(in.connected);
   out->set_last_heartbeat_ms(in.last_heartbeat_ms);
+  if (std::optional<SlurmWorkerRef> s = ParseSlurmWorkerId(in.id)) {
+    out->set_slurm_allocation(s->allocation());
+  }
 }
 
 void ToProto(const MetricPoint& in, v1::MetricPoint* out) {

@@ -54,6 +54,7 @@ grpc::Status WorkerServiceImpl::Connect(
     switch (msg.msg_case()) {
       case v1::WorkerMessage::kHeartbeat:
         dispatcher_->OnHeartbeat(worker_id);
+        dispatcher_->OnDraining(worker_id, msg.heartbeat().draining());
         if (msg.heartbeat().has_datasets()) {
           const auto& names = msg.heartbeat().datasets().names();
           dispatcher_->OnDatasets(worker_id, {names.begin(), names.end()});
@@ -67,6 +68,7 @@ grpc::Status WorkerServiceImpl::Connect(
         replies = dispatcher_->OnRunFinished(worker_id, msg.run_finished());
         break;
       case v1::WorkerMessage::kNcclId: dispatcher_->OnNcclId(worker_id, msg.nccl_id()); break;
+      case v1::WorkerMessage::kRelease: dispatcher_->OnRelease(worker_id, msg.release()); break;
       default: break;  // a second Hello is ignored
     }
     for (const v1::CoordinatorMessage& r : replies) session->Send(r);

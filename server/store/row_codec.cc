@@ -53,6 +53,7 @@ Sweep ReadSweep(const Statement& row) {
   s.finished_ms = row.Int(14);
   s.seeds_min = static_cast<int>(row.Int(15));
   s.order_seed = row.Int(16);
+  s.pool = row.Text(17);
   return s;
 }
 
@@ -107,6 +108,8 @@ Attempt ReadAttempt(const Statement& row) {
   a.stderr_tail = row.Text(8);
   a.started_ms = row.Int(9);
   a.finished_ms = row.Int(10);
+  a.slurm_job_id = row.Int(11);
+  a.slurm_step_id = row.Text(12);
   return a;
 }
 

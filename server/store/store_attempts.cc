@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/core/slurm_worker_id.h"
 #include "server/store/absl_compat.h"
 #include "server/store/connection.h"
 #include "server/store/row_codec.h"
@@ -111,8 +112,11 @@ absl::StatusOr<Attempt> CreateAttemptTx(Connection& c, int64_t run_id, const std
   STORE_ASSIGN_OR_RETURN(
       Statement insert,
       c.Prepare("INSERT INTO attempts (run_id, number, fencing_token, worker_id, state, "
-                "started_ms) VALUES (?, ?, ?, ?, 'assigned', ?)"));
-  insert.BindAll(a.run_id, a.number, a.fencing_token, a.worker_id, a.started_ms);
+                "started_ms, slurm_job_id) VALUES (?, ?, ?, ?, 'assigned', ?, ?)"));
+  // A Slurm pilot's id names its allocation: the attempt records the job it runs in.
+  std::optional<SlurmWorkerRef> slurm = ParseSlurmWorkerId(worker_id);
+  a.slurm_job_id = slurm ? slurm->job_id : 0;
+  insert.BindAll(a.run_id, a.number, a.fencing_token, a.worker_id, a.started_ms, a.slurm_job_id);
   STORE_RETURN_IF_ERROR(insert.Run());
   a.id = c.LastInsertId();
   RunUpdate u = UpdateOf(run);

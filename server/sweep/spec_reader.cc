@@ -16,7 +16,7 @@ using J = nlohmann::json;
 constexpr std::string_view kTopLevelKeys[] = {
     "name",         "description", "baseline",       "include_baseline", "target_val_loss", "seeds",
     "gpus_per_run", "priority",    "max_concurrent", "max_attempts",     "dataset",         "tags",
-    "ablations",    "grid",        "order_seed"};
+    "ablations",    "grid",        "order_seed",     "pool"};
 constexpr std::string_view kSeedsKeys[] = {"min", "max"};
 // Script keys (script_spec.h) beside the built-in trainer's.
 constexpr std::string_view kBaselineKeys[] = {"preset",  "scale", "set",        "script",
@@ -171,6 +171,7 @@ void SpecReader::ReadSettings(const Entries& top) {
   ReadIntField(top, "max_attempts", 1, 20, &spec_.max_attempts);
   if (top.count("dataset"))
     spec_.dataset = ReadName(node("dataset"), "dataset", "dataset", errors_);
+  if (top.count("pool")) spec_.pool = ReadName(node("pool"), "pool", "pool name", errors_).value_or("");
   if (top.count("tags")) {
     spec_.tags = ReadStringList(node("tags"), "tags", errors_).value_or(std::vector<std::string>{});
   }

@@ -58,6 +58,7 @@ struct ParsedSpec {
   int max_concurrent = 0;
   int max_attempts = 3;
   std::optional<std::string> dataset;
+  std::string pool;  // "" = any worker outside a pool
   std::vector<std::string> tags;
   std::vector<AblationSpec> ablations;
   SpecPosition ablations_position;

@@ -233,6 +233,7 @@ void SweepExpander::FillSweep(std::string_view spec_yaml) {
   s.max_concurrent = spec_.max_concurrent;
   s.max_attempts = spec_.max_attempts;
   s.tags = spec_.tags;
+  s.pool = spec_.pool;
 }
 
 void SweepExpander::FillRuns() {

@@ -17,6 +17,7 @@
 //   max_attempts: 3                     # 1..20
 //   dataset: fineweb10B                 # default: the preset's; "debian-text" at scale tiny
 //   tags: [a, b]
+//   pool: h100                          # run only on that pool's workers (ablate-coordinator --pools)
 //   ablations: [{name: softcap-30, set: {logit_softcap: 30}}]
 //   grid: {muon.lr: [0.04, 0.05], logit_softcap: [15, 30]}   # variants "muon.lr=0.04,..."
 // `set` keys are knob names (trainer/config/knob_schema.h), dotted or nested.

@@ -13,13 +13,13 @@ namespace ablate {
 namespace {
 
 NodeCapacity Node(std::string id, int gpus, int cpu, std::vector<std::string> datasets = {"d"}) {
-  NodeCapacity n{std::move(id), gpus, {}, cpu, std::move(datasets), false, ""};
+  NodeCapacity n{std::move(id), gpus, {}, cpu, std::move(datasets), false, "", "", "", 0};
   for (int i = 0; i < gpus; ++i) n.free_gpus.push_back(i);
   return n;
 }
 
 QueuedRun R(int64_t id, int gpus, int priority = 0, int64_t sweep = 1, int max_concurrent = 0) {
-  return {id, sweep, priority, gpus, "d", max_concurrent};
+  return {id, sweep, priority, gpus, "d", max_concurrent, false, 0, 0, "", 0};
 }
 
 std::vector<int64_t> Placed(const Plan& p) {

@@ -10,38 +10,38 @@ namespace {
 const ScalerPool kPool{/*gpus_per_node=*/8, /*cpu_slots=*/2, /*max_nodes=*/4};
 
 TEST(ScalerTest, NothingQueuedNothingHeldNothingToDo) {
-  ScalerDecision d = Scale(kPool, {}, {});
+  ScalerDecision d = ScalePool(kPool, {}, {});
   EXPECT_TRUE(d.submit.empty());
   EXPECT_TRUE(d.cancel.empty());
 }
 
 TEST(ScalerTest, PacksOneNodeRunsIntoWholeNodes) {
   // 8+4+4+2+2+2+1 GPUs = 23: three nodes by first fit decreasing (8 | 4 4 | 2 2 2 1).
-  ScalerDecision d = Scale(kPool, {4, 2, 8, 2, 1, 4, 2}, {});
+  ScalerDecision d = ScalePool(kPool, {4, 2, 8, 2, 1, 4, 2}, {});
   EXPECT_EQ(d.wanted, (std::map<int, int>{{1, 3}}));
   EXPECT_EQ(d.submit, (std::map<int, int>{{1, 3}}));
 }
 
 TEST(ScalerTest, CpuRunsShareANodesSlots) {
-  ScalerDecision d = Scale(kPool, {0, 0, 0, 0, 0, 0}, {});  // six runs, two slots per node
+  ScalerDecision d = ScalePool(kPool, {0, 0, 0, 0, 0, 0}, {});  // six runs, two slots per node
   EXPECT_EQ(d.submit, (std::map<int, int>{{1, 3}}));
 }
 
 TEST(ScalerTest, AGangGetsAnAllocationOfItsNodeCount) {
-  ScalerDecision d = Scale(kPool, {16}, {});
+  ScalerDecision d = ScalePool(kPool, {16}, {});
   EXPECT_EQ(d.submit, (std::map<int, int>{{2, 1}}));
 }
 
 TEST(ScalerTest, WhatIsHeldCountsRunningAndPending) {
   std::vector<HeldAllocation> held = {{10, 1, false}, {11, 1, true}};
-  ScalerDecision d = Scale(kPool, {8, 8, 8}, held);
+  ScalerDecision d = ScalePool(kPool, {8, 8, 8}, held);
   EXPECT_EQ(d.submit, (std::map<int, int>{{1, 1}}));
   EXPECT_TRUE(d.cancel.empty());
 }
 
 TEST(ScalerTest, NeverMoreThanMaxNodes) {
   // Six 1-node runs and a 2-node gang want 8 nodes; 4 may be held, one already is.
-  ScalerDecision d = Scale(kPool, {8, 8, 8, 8, 8, 8, 16}, {{5, 1, false}});
+  ScalerDecision d = ScalePool(kPool, {8, 8, 8, 8, 8, 8, 16}, {{5, 1, false}});
   int nodes = 0;
   for (const auto& [n, count] : d.submit) nodes += n * count;
   EXPECT_EQ(nodes, 3);
@@ -52,23 +52,23 @@ TEST(ScalerTest, NeverMoreThanMaxNodes) {
 TEST(ScalerTest, CancelsNewestPendingBeyondDemandNeverRunning) {
   std::vector<HeldAllocation> held = {{20, 1, false}, {21, 1, true}, {22, 1, true},
                                       {30, 2, true}};
-  ScalerDecision d = Scale(kPool, {8}, held);
+  ScalerDecision d = ScalePool(kPool, {8}, held);
   EXPECT_TRUE(d.submit.empty());
   EXPECT_EQ(d.cancel, (std::vector<int64_t>{22, 21, 30}));
   // No demand at all: pending ones go, the running one stays (it leaves when idle).
-  d = Scale(kPool, {}, {{20, 1, false}, {21, 1, true}});
+  d = ScalePool(kPool, {}, {{20, 1, false}, {21, 1, true}});
   EXPECT_EQ(d.cancel, (std::vector<int64_t>{21}));
 }
 
 TEST(ScalerTest, CancelledPendingNodesFreeRoomUnderMaxNodes) {
   // A pending 2-node allocation nobody wants makes room for two 1-node ones.
-  ScalerDecision d = Scale({8, 1, 2}, {8, 8}, {{40, 2, true}});
+  ScalerDecision d = ScalePool({8, 1, 2}, {8, 8}, {{40, 2, true}});
   EXPECT_EQ(d.cancel, (std::vector<int64_t>{40}));
   EXPECT_EQ(d.submit, (std::map<int, int>{{1, 2}}));
 }
 
 TEST(ScalerTest, GangsThatAreNotWholeNodesAreReportedNotAskedFor) {
-  ScalerDecision d = Scale(kPool, {12, 8}, {});
+  ScalerDecision d = ScalePool(kPool, {12, 8}, {});
   EXPECT_EQ(d.unplaceable, (std::vector<int>{12}));
   EXPECT_EQ(d.submit, (std::map<int, int>{{1, 1}}));
   EXPECT_EQ(NodesPerRun(kPool, 12), 0);

@@ -44,6 +44,18 @@ TEST(SqueueTest, ParsesEveryField) {
   EXPECT_EQ(tag->sweep_id, 3);
 }
 
+TEST(SqueueTest, ARequeuedJobCountsItsRestarts) {
+  // Recorded after `scontrol requeue 1`: pending again until the requeue delay has passed.
+  absl::StatusOr<std::vector<SlurmJob>> jobs = ParseSqueue(
+      "1|PENDING|BeginTime|1|30:00||ablate-e2e|ablate coordinator=e2e pool=lab nodes=1 sweep=1|1|"
+      "gpu\n");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].restart_count, 1);
+  EXPECT_TRUE((*jobs)[0].pending());
+  EXPECT_EQ((*jobs)[0].reason, "BeginTime");
+}
+
 TEST(SqueueTest, EmptyOutputIsNoJobs) {
   absl::StatusOr<std::vector<SlurmJob>> jobs = ParseSqueue("");
   ASSERT_TRUE(jobs.ok());

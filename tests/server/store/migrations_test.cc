@@ -124,13 +124,13 @@ TEST(MigrationsTest, RefusesDatabaseFromNewerCoordinator) {
   ASSERT_NE(OpenOrDie(path), nullptr);
   {
     auto c = Connection::Open(path, ConnectionOptions{});
-    ASSERT_TRUE((*c)->Exec("INSERT INTO schema_migrations VALUES (7, 'future', 1)").ok());
+    ASSERT_TRUE((*c)->Exec("INSERT INTO schema_migrations VALUES (9999, 'future', 1)").ok());
   }
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store.status().message(),
-            "database " + path + " has schema version 7 but this coordinator knows only up to " +
+            "database " + path + " has schema version 9999 but this coordinator knows only up to " +
                 std::to_string(LatestVersion()) + "; upgrade ablate or use another --data-dir");
 }
 
