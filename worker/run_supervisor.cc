@@ -359,7 +359,7 @@ RunResult RunSupervisor::BuildResult() {
     r.exit_code = facts.exit_code;
     ScriptExitFacts script{facts.exit_code, facts.signaled, facts.cancel_requested,
                            script_parser_->val_points(), script_parser_->saw_non_finite(),
-                           last_error_};
+                           last_error_, spec_.script->val_lines_expected};
     ExitVerdict v = ClassifyScriptExit(script);
     r.status = v.status;
     r.error = v.error;

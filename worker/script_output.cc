@@ -195,7 +195,7 @@ ExitVerdict ClassifyScriptExit(const ScriptExitFacts& f) {
   if (f.non_finite && !f.cancel_requested) {
     return {"nan", "the script printed a NaN or infinite loss"};
   }
-  if (clean && f.val_points > 0) return {"ok", ""};
+  if (clean && (f.val_points > 0 || !f.val_lines_expected)) return {"ok", ""};
   if (f.cancel_requested) return {"cancelled", ""};
   if (clean) {
     return {"failed",

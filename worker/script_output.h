@@ -79,6 +79,9 @@ class ScriptOutputParser {
 struct ScriptOutputOptions {
   LogFormat format = LogFormat::kAuto;
   std::optional<double> target_val_loss;
+  // False on nodes 1.. of a multi-node run: their ranks print no val lines (node 0's curve is the
+  // run's), so a clean exit without one is ok there.
+  bool val_lines_expected = true;
 };
 
 // What the worker knows when a script has exited.
@@ -89,11 +92,12 @@ struct ScriptExitFacts {
   int64_t val_points = 0;
   bool non_finite = false;  // a NaN or infinite loss was printed
   std::string last_error;   // an ablate error event's message
+  bool val_lines_expected = true;  // ScriptOutputOptions::val_lines_expected
 };
 
 // ok: exit 0 with at least one val line and finite losses; nan: a non-finite loss; cancelled:
 // the worker asked it to stop; failed otherwise, with a message that says why (exit 0 without a
-// single parseable val line is a failure that says so).
+// single parseable val line is a failure that says so, except where no val line is expected).
 ExitVerdict ClassifyScriptExit(const ScriptExitFacts& facts);
 
 }  // namespace ablate::worker

@@ -138,7 +138,8 @@ absl::StatusOr<RunSpec> WorkerCore::PrepareScript(Attempt& a) {
   spec.gpus.assign(as.gpus().begin(), as.gpus().end());
   spec.argv = *std::move(argv);
   spec.env = ScriptEnv(*config, context);
-  spec.script = ScriptOutputOptions{config->log_format, config->target_val_loss};
+  spec.script = ScriptOutputOptions{config->log_format, config->target_val_loss,
+                                    /*val_lines_expected=*/a.reports_metrics};
   return spec;
 }
 

@@ -71,6 +71,7 @@ class WorkerStream:
         self.v1 = v1
         self.outgoing = queue.Queue()
         self.incoming = queue.Queue()
+        self.skipped = []
         connect = channel.stream_stream(
             "/ablate.v1.WorkerService/Connect",
             request_serializer=lambda m: m.SerializeToString(),
@@ -95,12 +96,19 @@ class WorkerStream:
         return m
 
     def next_of(self, kind, timeout=20):
-        """The next message of `kind` ('assignment', 'ack', 'cancel'), skipping others."""
+        """The next message of `kind` ('assignment', 'ack', 'cancel'). Messages of other kinds are
+        kept for later calls: the coordinator may send the next Assignment (from its scheduling
+        thread) before the Ack of the result that freed the slot (from the stream's thread)."""
+        for i, m in enumerate(self.skipped):
+            if m.WhichOneof("msg") == kind:
+                del self.skipped[i]
+                return getattr(m, kind)
         deadline = time.time() + timeout
         while True:
             m = self.next(max(0.1, deadline - time.time()))
             if m.WhichOneof("msg") == kind:
                 return getattr(m, kind)
+            self.skipped.append(m)
 
     def close(self):
         self.outgoing.put(None)

@@ -169,6 +169,25 @@ TEST(ScriptOutputParserTest, TorchrunTeePrefixesCountForRankZeroOnly) {
   EXPECT_DOUBLE_EQ(p.Summary().final_val_loss(), 3.1);
 }
 
+TEST(ClassifyScriptExitTest, ACleanExitNeedsAValLineOnlyWhereOneIsExpected) {
+  ScriptExitFacts f;  // exit 0, no val line
+  ExitVerdict v = ClassifyScriptExit(f);
+  EXPECT_EQ(v.status, "failed");
+  EXPECT_NE(v.error.find("without printing a single parseable val line"), std::string::npos);
+  f.val_points = 3;
+  EXPECT_EQ(ClassifyScriptExit(f).status, "ok");
+  // Node 1 of a two-node run: its ranks print nothing; node 0's curve is the run's.
+  f.val_points = 0;
+  f.val_lines_expected = false;
+  EXPECT_EQ(ClassifyScriptExit(f).status, "ok");
+  // It must still exit cleanly, and a NaN still counts.
+  f.exit_code = 1;
+  EXPECT_EQ(ClassifyScriptExit(f).status, "failed");
+  f.exit_code = 0;
+  f.non_finite = true;
+  EXPECT_EQ(ClassifyScriptExit(f).status, "nan");
+}
+
 TEST(LogFormatTest, Names) {
   for (LogFormat f : {LogFormat::kAuto, LogFormat::kModdedNanogpt, LogFormat::kAblateEvents}) {
     EXPECT_EQ(ParseLogFormat(LogFormatName(f)), f);
