@@ -244,8 +244,12 @@ std::optional<Dispatcher::LiveAttempt> Dispatcher::AcceptHeld(const std::string&
     std::lock_guard<std::mutex> lock(mu_);
     if (!FitsGang(worker_id, a->id, node)) return std::nullopt;
   }
-  return LiveAttempt{a->run_id, a->fencing_token,
-                     std::vector<int>(h.gpus().begin(), h.gpus().end()), node};
+  LiveAttempt live{a->run_id, a->fencing_token,
+                   std::vector<int>(h.gpus().begin(), h.gpus().end()), node};
+  // Kept across reconnects and coordinator restarts, so the block's GPU model stays known.
+  live.sweep_id = r->sweep_id;
+  live.block = r->seed;
+  return live;
 }
 
 bool Dispatcher::FitsGang(const std::string& worker_id, int64_t attempt_id,

@@ -595,5 +595,40 @@ TEST_F(DispatcherRestartTest, NodeOfAnAttemptNodeZeroFinishedIsStale) {
   EXPECT_TRUE(dispatcher_->RunsByWorker()[g[1].worker_id].empty());
 }
 
+// A block's runs prefer one GPU model (issue 16); an attempt taken back from a worker's Hello
+// after a coordinator restart still says which block it belongs to.
+TEST_F(DispatcherRestartTest, AnAttemptTakenBackAfterARestartKeepsItsBlocksGpuModel) {
+  auto on = [](const std::string& id, const std::string& model) {
+    v1::Hello h = HelloOf(id, 1, 0);
+    h.mutable_gpus(0)->set_model(model);
+    return h;
+  };
+  auto first = Connect(on("h", "H100"));
+  absl::StatusOr<ExpandedSweep> e = ParseSweepSpec(
+      "name: t\nbaseline: {preset: r9-shortcuts, scale: tiny}\nseeds: 1\ngpus_per_run: 1\n"
+      "dataset: d\nablations:\n  - {name: cap, set: {logit_softcap: 15}}\n",
+      "t.yaml");
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(store_->CreateSweep(e->sweep, e->variants, e->runs).ok());
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> got = Assignments(first->Take());
+  ASSERT_EQ(got.size(), 1u);  // block 0 started on the H100; its other run waits
+  RestartCoordinator();
+  v1::Hello holding = on("h", "H100");
+  v1::HeldAttempt* held = holding.add_running();
+  held->set_run_id(got[0].run_id());
+  held->set_attempt_id(got[0].attempt_id());
+  held->set_fencing_token(got[0].fencing_token());
+  *held->mutable_gpus() = got[0].gpus();
+  ASSERT_TRUE(dispatcher_->Register(holding, std::make_shared<FakeSession>()).ok());
+  auto a100 = Connect(on("a100", "A100"));  // first in the scheduler's order
+  auto h2 = Connect(on("h2", "H100"));
+  a100->Take();
+  h2->Take();
+  dispatcher_->ScheduleOnce();
+  EXPECT_TRUE(Assignments(a100->Take()).empty());
+  EXPECT_EQ(Assignments(h2->Take()).size(), 1u) << "the block's other run goes to an H100";
+}
+
 }  // namespace
 }  // namespace ablate
