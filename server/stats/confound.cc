@@ -93,8 +93,9 @@ ConfoundCheck CheckConfound(const std::vector<SameWorkGroup>& groups) {
                 "confounded; steps-to-target is the trustworthy measure";
   } else {
     c.message = "variants that do identical work per step (" + Names(c.variants) +
-                ") agree in ms/step (spread " + spread + ", one-way ANOVA p = " + p +
-                "): no sign that machine speed changed during the sweep";
+                ") show no significant difference in ms/step (spread " + spread +
+                ", one-way ANOVA p = " + p + " >= 0.01): no clear sign that machine speed "
+                "changed during the sweep";
   }
   return c;
 }

@@ -307,7 +307,7 @@ TEST_F(CompareCliTest, CompareJsonCountsAndVerdicts) {
   EXPECT_EQ(by_name["softcap-15"]["steps_to_target"]["n"], 4);
   EXPECT_EQ(by_name["no-shortcut"]["steps_to_target"]["n"], 1);  // reached runs only
   EXPECT_EQ(by_name["no-shortcut"]["mean_step_ms"]["n"], 4);     // every run has a speed
-  // Same-work variants (baseline, softcap-15, no-warmup, adam-beta1-0.8) agree in ms/step.
+  // Same-work variants (baseline, softcap-15, no-warmup, adam-beta1-0.8) do not differ in ms/step.
   EXPECT_EQ(resp["confound"]["tested"], true);
   EXPECT_FALSE(resp["confound"].value("confounded", false));
   EXPECT_EQ(resp["confound"]["variants"].size(), 4u);
