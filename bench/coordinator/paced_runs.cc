@@ -92,15 +92,16 @@ PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const 
   result.sweep_id = sweep->sweep().id();
   Shared s{c, times, std::vector<int64_t>(size_t(c.runs()), 0), {},
            std::vector<char>(size_t(c.runs()), 0), {}};
+  Clock::time_point t0 = Clock::now();
   auto all_assigned = [&]() noexcept {
     if (times) {
       for (int i = 0; i < c.runs(); ++i) times->index_of_run[s.run_ids[size_t(i)]] = i;
     }
     if (before_pacing) before_pacing(result.sweep_id, s.run_ids);
+    t0 = Clock::now();  // points/s over the pacing only
   };
   std::barrier assigned(c.runs(), all_assigned);
   std::vector<std::thread> threads;
-  Clock::time_point t0 = Clock::now();
   for (int i = 0; i < c.runs(); ++i) {
     threads.emplace_back([&, i] { PaceRun(*workers[size_t(i / c.slots)], s, i, assigned); });
   }

@@ -118,6 +118,12 @@ void Watch(const ablate::bench::CoordinatorProcess& coord, int64_t sweep_id, Wat
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+// A progress line on stderr, with seconds since the start.
+void Progress(const std::string& what) {
+  static const Clock::time_point start = Clock::now();
+  std::cerr << "[" << Ms(Clock::now() - start) / 1000 << " s] " << what << std::endl;
+}
+
 void PrintIngest(const std::string& label, const ablate::bench::PacedResult& r) {
   const auto& l = r.latencies_ms;
   std::cout << "  " << label << ": " << l.size() << " batches acknowledged, "
@@ -171,6 +177,7 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ProcSampler::Peaks idle = sampler.Take();
 
+  Progress("phase 1: runs alone");
   ablate::bench::PacedResult alone = ablate::bench::RunPaced(coord, c.load, "alone", nullptr, {});
   ProcSampler::Peaks alone_peaks = sampler.Take();
 
@@ -187,9 +194,13 @@ int main(int argc, char** argv) {
                                 "?series=train_loss,val_loss"
                           : "/api/live/runs/" + std::to_string(run_ids[size_t(i) % run_ids.size()]));
     }
+    Progress("phase 2: every run started; opening " + std::to_string(paths.size()) +
+             " live pages");
     pages = std::make_unique<ablate::bench::SseClients>(coord.http_port(), &times);
     if (!pages->Open(paths)) return;
     pages_ready = pages->WaitReady(std::chrono::seconds(60));
+    Progress(std::string(pages_ready ? "every page ready" : "NOT every page ready after 60 s") +
+             "; opening " + std::to_string(c.watchers) + " WatchSweep streams");
     for (int i = 0; i < c.watchers; ++i) {
       watchers.push_back(std::make_unique<Watcher>());
       Watcher& w = *watchers.back();
@@ -202,9 +213,11 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     readers_ready = Clock::now();
+    Progress("readers attached; pacing the runs");
   };
   Clock::time_point t_attach = Clock::now();
   ablate::bench::PacedResult loaded = ablate::bench::RunPaced(coord, c.load, "loaded", &times, attach);
+  Progress("runs finished; waiting for the watchers to end");
   // Watchers end when the sweep has finished; pages get their last points within a poll or two.
   auto deadline = Clock::now() + std::chrono::seconds(60);
   while (Clock::now() < deadline &&
