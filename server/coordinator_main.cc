@@ -42,6 +42,7 @@ struct Flags {
   std::string http = "127.0.0.1:8080";  // "off" = no dashboard
   std::string http_port_file;
   bool http_insecure = false;
+  int http_max_live_streams = DashboardOptions().max_live_streams;
   std::string web_root;
   int64_t lease_ms = 10000;
   int64_t heartbeat_ms = 1000;
@@ -121,6 +122,7 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
   options.tls_cert_file = f.tls_cert;  // HTTPS with the gRPC certificate
   options.tls_key_file = f.tls_key;
   options.insecure = f.http_insecure;
+  options.max_live_streams = f.http_max_live_streams;
   std::vector<std::string> roots = {f.web_root};
   if (f.web_root.empty()) {
     roots = DefaultWebRoots(std::filesystem::read_symlink("/proc/self/exe").string(),
@@ -315,6 +317,11 @@ int main(int argc, char** argv) {
   app.add_flag("--http-insecure", f.http_insecure,
                "allow --http on a non-loopback address without --client-token-file (anyone who "
                "can reach the port sees and changes every sweep)");
+  app.add_option("--http-max-live-streams", f.http_max_live_streams,
+                 "dashboard live-update streams (open pages) served at once, one thread each; "
+                 "more are answered 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   app.add_option("--http-port-file", f.http_port_file,
                  "write the dashboard's bound port here once listening");
   app.add_option("--web-root", f.web_root,

@@ -11,24 +11,43 @@
 
 namespace ablate::bench {
 
-CoordinatorProcess::CoordinatorProcess(const std::string& binary) {
-  const std::string port_file = dir_.path() + "/port";
-  process_ = std::make_unique<testing::Subprocess>(
-      std::vector<std::string>{binary, "--listen", "127.0.0.1:0", "--data-dir", dir_.path(),
-                               "--port-file", port_file, "--http", "off"},
-      dir_.path());
+namespace {
+
+// The first line of `path` once it has one; "" after 5 s.
+std::string WaitForPortFile(const std::string& path) {
   for (int i = 0; i < 500; ++i) {
-    if (std::filesystem::exists(port_file)) {
-      std::string port = testing::ReadFile(port_file);
+    if (std::filesystem::exists(path)) {
+      std::string port = testing::ReadFile(path);
       port = port.substr(0, port.find('\n'));
-      if (!port.empty()) {
-        target_ = "127.0.0.1:" + port;
-        return;
-      }
+      if (!port.empty()) return port;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::cerr << "ablate-coordinator did not write its port file:\n" << process_->Stderr();
+  return "";
+}
+
+}  // namespace
+
+CoordinatorProcess::CoordinatorProcess(const std::string& binary, CoordinatorOptions options) {
+  const std::string port_file = dir_.path() + "/port";
+  const std::string http_port_file = dir_.path() + "/http_port";
+  std::vector<std::string> argv = {binary, "--listen", "127.0.0.1:0", "--data-dir", dir_.path(),
+                                   "--port-file", port_file};
+  if (options.http) {
+    argv.insert(argv.end(), {"--http", "127.0.0.1:0", "--http-port-file", http_port_file});
+  } else {
+    argv.insert(argv.end(), {"--http", "off"});
+  }
+  argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
+  process_ = std::make_unique<testing::Subprocess>(argv, dir_.path());
+  std::string port = WaitForPortFile(port_file);
+  std::string http_port = options.http ? WaitForPortFile(http_port_file) : "0";
+  if (port.empty() || http_port.empty()) {
+    std::cerr << "ablate-coordinator did not write its port file(s):\n" << process_->Stderr();
+    return;
+  }
+  target_ = "127.0.0.1:" + port;
+  http_port_ = std::stoi(http_port);
 }
 
 CoordinatorProcess::~CoordinatorProcess() {

@@ -16,10 +16,16 @@
 
 namespace ablate::bench {
 
+struct CoordinatorOptions {
+  // Serve the dashboard on 127.0.0.1:0 too (http_port()); "--http off" otherwise.
+  bool http = false;
+  std::vector<std::string> extra_args;  // more flags for the coordinator
+};
+
 class CoordinatorProcess {
  public:
-  // Starts `binary` and waits (up to 5 s) for its port file. Check ok() before use.
-  explicit CoordinatorProcess(const std::string& binary);
+  // Starts `binary` and waits (up to 5 s) for its port file(s). Check ok() before use.
+  explicit CoordinatorProcess(const std::string& binary, CoordinatorOptions options = {});
   ~CoordinatorProcess();  // SIGTERM, then waits up to 10 s
   CoordinatorProcess(const CoordinatorProcess&) = delete;
   CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
@@ -27,6 +33,9 @@ class CoordinatorProcess {
   bool ok() const { return !target_.empty(); }
   // "127.0.0.1:<port>".
   const std::string& target() const { return target_; }
+  // The dashboard's port (CoordinatorOptions::http), else 0.
+  int http_port() const { return http_port_; }
+  int pid() const { return process_->pid(); }
   // A new channel on its own TCP connection (each simulated worker gets one, as real ones do).
   std::shared_ptr<grpc::Channel> NewChannel() const;
   std::string Stderr() const { return process_->Stderr(); }
@@ -35,6 +44,7 @@ class CoordinatorProcess {
   testing::TempDir dir_;
   std::unique_ptr<testing::Subprocess> process_;
   std::string target_;
+  int http_port_ = 0;
 };
 
 // A CPU-only sweep of `runs` runs (the baseline with `runs` seeds) on the dataset "bench".

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include "server/rpc/convert.h"
 #include "server/sweep/sweep_spec.h"
@@ -16,6 +17,29 @@ namespace {
 constexpr int kDefaultPage = 100;
 constexpr int kMaxPage = 10000;
 constexpr auto kWatchTick = std::chrono::milliseconds(1000);
+// A watch stream polls the store at most this often. Under load the feed moves thousands of
+// times a second (each metric batch moves it), and streams that polled on every move took the
+// cores from the writers: 50 WatchSweep streams on 200 runs at 20 steps/s cut ingest from ~3000
+// to 320 points/s, p99 send->Ack 55 s (bench/coordinator/watch_load_bench.cc, NOTES.md).
+// `ablate watch` redraws a few times a second at most; the dashboard's streams wait as long.
+constexpr auto kWatchMinInterval = std::chrono::milliseconds(250);
+
+// Waits for the feed to move past `version` (at most kWatchTick), then until kWatchMinInterval
+// after `last_poll`, so that a burst of changes costs one poll; stops waiting when the client
+// goes away or the feed closes. Returns the version to wait past next (changes during the wait
+// are read by the poll that follows, and wake the next wait at once).
+uint64_t WaitToPoll(ChangeFeed& feed, grpc::ServerContext& ctx, uint64_t version,
+                    std::chrono::steady_clock::time_point last_poll) {
+  version = feed.WaitPast(version, kWatchTick);
+  const auto next = last_poll + kWatchMinInterval;
+  for (auto now = std::chrono::steady_clock::now(); now < next && !ctx.IsCancelled() &&
+                                                    !feed.closed();
+       now = std::chrono::steady_clock::now()) {
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(next - now, std::chrono::milliseconds(50)));
+  }
+  return version;
+}
 
 int PageSize(int requested, int fallback) {
   if (requested <= 0) return fallback;
@@ -230,6 +254,7 @@ grpc::Status AblateServiceImpl::WatchSweep(grpc::ServerContext* ctx,
   v1::RunCounts last_counts;
   uint64_t version = feed_->version();
   while (!ctx->IsCancelled()) {
+    const auto polled = std::chrono::steady_clock::now();
     v1::SweepUpdate update;
     if (absl::Status s = FillSweep(req->id(), false, update.mutable_sweep()); !s.ok()) {
       return ToGrpc(s);
@@ -261,7 +286,7 @@ grpc::Status AblateServiceImpl::WatchSweep(grpc::ServerContext* ctx,
     }
     if (SweepFinished(FromProto(update.sweep().state()).value_or(SweepState::kQueued))) break;
     if (feed_->closed()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
-    version = feed_->WaitPast(version, kWatchTick);
+    version = WaitToPoll(*feed_, *ctx, version, polled);
   }
   return grpc::Status::OK;
 }
@@ -273,6 +298,7 @@ grpc::Status AblateServiceImpl::WatchRun(grpc::ServerContext* ctx, const v1::Wat
   std::optional<RunFingerprint> told;
   uint64_t version = feed_->version();
   while (!ctx->IsCancelled()) {
+    const auto polled = std::chrono::steady_clock::now();
     absl::StatusOr<Run> run = store_->GetRun(req->id());
     if (!run.ok()) return ToGrpc(run.status());
     absl::StatusOr<std::vector<MetricPoint>> points =
@@ -290,7 +316,7 @@ grpc::Status AblateServiceImpl::WatchRun(grpc::ServerContext* ctx, const v1::Wat
     }
     if (IsTerminal(run->state)) break;
     if (feed_->closed()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
-    version = feed_->WaitPast(version, kWatchTick);
+    version = WaitToPoll(*feed_, *ctx, version, polled);
   }
   return grpc::Status::OK;
 }

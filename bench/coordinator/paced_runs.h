@@ -1,0 +1,66 @@
+// Runs that report at a fixed rate, as the load benchmarks drive them: simulated workers
+// (sim_worker.h) take the runs of one submitted sweep, then each run sends one step point per
+// MetricBatch at `steps_per_second` (paced with sleep_until, phases spread evenly over the
+// period), waits for every Ack and finishes. Records each run's batch send times so that a
+// reader of the run's stream can tell how far behind it is.
+#ifndef ABLATE_BENCH_COORDINATOR_PACED_RUNS_H_
+#define ABLATE_BENCH_COORDINATOR_PACED_RUNS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/coordinator/coordinator_process.h"
+#include "bench/coordinator/sim_worker.h"
+
+namespace ablate::bench {
+
+struct PacedLoad {
+  int workers = 20;
+  int slots = 10;
+  int seconds = 10;
+  int steps_per_second = 20;
+  int runs() const { return workers * slots; }
+  int steps() const { return seconds * steps_per_second; }
+};
+
+// When each batch of each run went out (steady-clock nanoseconds, 0 = not yet), indexed by the
+// run's position; written by the run's thread before the batch is sent, readable by any thread.
+class SendTimes {
+ public:
+  SendTimes(int runs, int steps);
+  void Set(int run, int64_t step, Clock::time_point t);
+  // 0 when step is out of range or not sent yet.
+  int64_t GetNs(int run, int64_t step) const;
+  // Run id -> position; filled once every run is assigned, read-only afterwards.
+  std::map<int64_t, int> index_of_run;
+
+ private:
+  int steps_;
+  std::unique_ptr<std::atomic<int64_t>[]> ns_;
+};
+
+struct PacedResult {
+  bool ok = false;
+  std::vector<double> latencies_ms;  // MetricBatch send -> Ack
+  double points_per_second = 0;
+  int cancels = 0;
+  int64_t sweep_id = 0;
+  std::vector<int64_t> run_ids;  // by position
+  Clock::time_point last_finished;  // the last RunFinished's Ack
+};
+
+// Connects c.workers simulated workers (ids "<tag>-N"), submits a sweep of c.runs() runs, waits
+// until every run is assigned and started, calls `before_pacing(sweep_id, run_ids)` (readers
+// attach there), then paces all runs to the end. `times` (may be null) gets the send times.
+PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const std::string& tag,
+                     SendTimes* times,
+                     const std::function<void(int64_t, const std::vector<int64_t>&)>& before_pacing);
+
+}  // namespace ablate::bench
+
+#endif  // ABLATE_BENCH_COORDINATOR_PACED_RUNS_H_
