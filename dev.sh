@@ -4,6 +4,7 @@
 #   ./dev.sh demo    install, build, run the demo sweep on a local coordinator
 #   ./dev.sh test    install, build, run every test (what CI runs)
 #   ./dev.sh build   install and build only
+#   ./dev.sh sanitize  ASan+UBSan build into build-asan/ and its tests (what CI runs after `test`)
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
@@ -65,6 +66,16 @@ run_tests() {
   ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" "$@"
 }
 
+# The ASan+UBSan build (no CUDA: nvcc takes no -fsanitize; no benchmarks) and its tests, which
+# fail on any sanitizer report from any process (tests/sanitize/).
+sanitize() {
+  local dir=${ABLATE_SANITIZE_BUILD_DIR:-$ROOT/build-asan}
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DABLATE_SANITIZE=address \
+    -DABLATE_CUDA=OFF >/dev/null
+  cmake --build "$dir" -j "$JOBS"
+  "$ROOT/tests/sanitize/run_tests.sh" "$dir" "$JOBS" "$@"
+}
+
 demo() {
   "$ROOT/scripts/demo.sh" "$BUILD"
 }
@@ -76,5 +87,6 @@ case "$cmd" in
   test) install_deps; web_deps; build; run_tests "$@" ;;
   build) install_deps; web_deps; build ;;
   deps) install_deps; web_deps ;;
-  *) echo "usage: ./dev.sh demo|test|build|deps" >&2; exit 2 ;;
+  sanitize) install_deps; web_deps; sanitize "$@" ;;
+  *) echo "usage: ./dev.sh demo|test|build|deps|sanitize" >&2; exit 2 ;;
 esac

@@ -17,12 +17,17 @@ set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 get_filename_component(ABLATE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 
 # CUDA is optional: compiled when nvcc is found (sm_90 unless CMAKE_CUDA_ARCHITECTURES says so).
-if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+# -DABLATE_CUDA=OFF leaves it out even where nvcc is (the sanitizer build: nvcc takes no -fsanitize).
+option(ABLATE_CUDA "Compile the CUDA backend when nvcc is found" ON)
+if(ABLATE_CUDA AND NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX}
+   AND EXISTS /usr/local/cuda/bin/nvcc)
   set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
 endif()
-include(CheckLanguage)
-check_language(CUDA)
-if(CMAKE_CUDA_COMPILER)
+if(ABLATE_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+endif()
+if(ABLATE_CUDA AND CMAKE_CUDA_COMPILER)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 90)
   endif()
@@ -54,8 +59,14 @@ function(ablate_warnings target)
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
 endfunction()
 
+# ASan+UBSan (./dev.sh sanitize, into build-asan): every UBSan report aborts like an ASan one, so
+# it fails the test instead of scrolling past. -O1 -g1: quicker to compile than -O3 under
+# instrumentation, and reports carry file:line.
 if(ABLATE_SANITIZE STREQUAL "address")
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=address,undefined>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize-recover=all>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-O1> $<$<COMPILE_LANGUAGE:C,CXX>:-g1>)
   add_link_options(-fsanitize=address,undefined)
 elseif(ABLATE_SANITIZE STREQUAL "thread")
   add_compile_options(-fsanitize=thread)

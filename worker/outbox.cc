@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "worker/disk_space.h"
+
 namespace ablate::worker {
 namespace {
 
@@ -20,10 +22,9 @@ constexpr char kAck = 'A';
 constexpr const char* kSuffix = ".outbox";
 constexpr uint32_t kMaxRecord = 64u << 20;
 
-// The one place errno becomes a Status.
+// errno as a Status (disk_space.h: a full disk is told apart from other failures).
 absl::Status PosixError(const std::string& what, const std::string& path) {
-  std::string msg = what + " " + path + ": " + std::strerror(errno);
-  return errno == ENOSPC ? absl::ResourceExhaustedError(msg) : absl::InternalError(msg);
+  return FileError(what + " " + path, errno);
 }
 
 void PutU32(std::string& out, uint32_t v) {
@@ -60,6 +61,17 @@ absl::StatusOr<std::string> ReadAll(const std::string& path) {
   errno = saved;
   if (n < 0) return PosixError("read", path);
   return data;
+}
+
+// Truncates the file back to `size` (where a failed append began) and returns `error`.
+absl::Status CutOff(int fd, off_t size, absl::Status error) {
+  int saved = errno;
+  if (::ftruncate(fd, size) != 0) {
+    error = absl::Status(error.code(), std::string(error.message()) + "; truncating it back: " +
+                                           std::strerror(errno));
+  }
+  errno = saved;
+  return error;
 }
 
 absl::Status SyncDir(const std::string& dir) {
@@ -163,7 +175,10 @@ absl::StatusOr<Outbox::AttemptLog*> Outbox::LogFor(int64_t attempt_id) {
   AttemptLog log;
   log.fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (log.fd < 0) return PosixError("create", path);
-  if (absl::Status s = SyncDir(dir_); !s.ok()) return s;
+  if (absl::Status s = SyncDir(dir_); !s.ok()) {
+    ::close(log.fd);
+    return s;
+  }
   return &(logs_[attempt_id] = std::move(log));
 }
 
@@ -173,14 +188,20 @@ absl::Status Outbox::AppendRecord(AttemptLog& log, const std::string& body, bool
   PutU32(record, uint32_t(body.size()));
   PutU32(record, Crc32(body));
   record += body;
+  // A record that does not fit (a full disk) is cut off again: left torn, it would end the file
+  // for Load, and the records appended after it once space returns would be lost with it.
+  const off_t start = ::lseek(log.fd, 0, SEEK_END);
+  if (start < 0) return PosixError("seek", dir_);
   size_t done = 0;
   while (done < record.size()) {
     ssize_t n = ::write(log.fd, record.data() + done, record.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return PosixError("write", dir_);
+    if (n < 0) return CutOff(log.fd, start, PosixError("write", dir_));
     done += size_t(n);
   }
-  if (sync && ::fdatasync(log.fd) != 0) return PosixError("fdatasync", dir_);
+  if (sync && ::fdatasync(log.fd) != 0) {
+    return CutOff(log.fd, start, PosixError("fdatasync", dir_));
+  }
   return absl::OkStatus();
 }
 

@@ -36,6 +36,8 @@ struct OutboxEntry {
 // acknowledges a RunFinished with seq >= (last batch seq + 1), e.g. INT64_MAX.
 //
 // Thread-safe. Errors: INTERNAL/… from the file system (errno translated once, in outbox.cc),
+// RESOURCE_EXHAUSTED marked as disk_space.h's NoSpaceError when the disk is full (the record
+// that did not fit is cut off again, so the file stays whole and later appends are kept),
 // FAILED_PRECONDITION when appending to an attempt whose RunFinished is already in.
 class Outbox {
  public:

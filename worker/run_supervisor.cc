@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "server/core/worker_input.h"
+#include "worker/disk_space.h"
 
 namespace ablate::worker {
 namespace {
@@ -168,17 +169,33 @@ RunSupervisor::~RunSupervisor() {
 }
 
 absl::Status RunSupervisor::Start() {
-  std::error_code ec;
-  std::filesystem::create_directories(spec_.run_dir, ec);
-  if (ec) return absl::InternalError("create " + spec_.run_dir + ": " + ec.message());
-  std::ofstream config(spec_.run_dir + "/config.json", std::ios::trunc);
-  config << spec_.config_json << "\n";
-  config.close();
-  if (!config) return absl::InternalError("cannot write " + spec_.run_dir + "/config.json");
+  if (absl::Status s = WriteRunDir(); !s.ok()) {
+    absl::MutexLock lock(&mu_);
+    done_ = true;  // nothing will run: the attempt is not held any more
+    return s;
+  }
   std::promise<absl::Status> started;
   std::future<absl::Status> result = started.get_future();
   supervisor_ = std::thread([this, &started] { Supervise(&started); });
   return result.get();
+}
+
+absl::Status RunSupervisor::WriteRunDir() const {
+  std::error_code ec;
+  std::filesystem::create_directories(spec_.run_dir, ec);
+  if (ec) return FileError("create " + spec_.run_dir, ec.value());
+  const std::string path = spec_.run_dir + "/config.json";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return FileError("create " + path, errno);
+  const std::string text = spec_.config_json + "\n";
+  int err = 0;
+  for (size_t done = 0; done < text.size() && err == 0;) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) err = errno;
+    if (n > 0) done += size_t(n);
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  return err == 0 ? absl::OkStatus() : FileError("write " + path, err);
 }
 
 void RunSupervisor::Supervise(std::promise<absl::Status>* started) {

@@ -72,8 +72,9 @@ class RunSupervisor {
   RunSupervisor& operator=(const RunSupervisor&) = delete;
 
   // Writes the run folder and execs the trainer. Returns once the exec succeeded (then on_exit
-  // follows some time later) or failed: INTERNAL for file system or fork errors, NOT_FOUND when
-  // the trainer cannot be executed; on error no callback is called.
+  // follows some time later) or failed: INTERNAL for file system or fork errors, disk_space.h's
+  // NoSpaceError when the run folder does not fit on the disk, NOT_FOUND when the trainer cannot
+  // be executed; on error no callback is called and done() is true.
   absl::Status Start();
   // SIGTERM to the child's process group now, SIGKILL when it is still alive after `grace`.
   // Idempotent; the result's status becomes "cancelled" unless the trainer had finished ok.
@@ -85,6 +86,7 @@ class RunSupervisor {
 
  private:
   struct Pipes;
+  absl::Status WriteRunDir() const;  // run_dir and its config.json
   void Supervise(std::promise<absl::Status>* started);
   absl::Status Launch(Pipes& pipes);
   void WaitForExit();

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "worker/datasets.h"
+#include "worker/disk_space.h"
 #include "worker/nccl_handoff.h"
 #include "worker/worker_core_attempt.h"
 
@@ -52,6 +53,7 @@ WorkerCore::WorkerCore(WorkerCoreOptions options, MessageSink* sink,
 WorkerCore::~WorkerCore() { Shutdown(); }
 
 void WorkerCore::HandleAssignment(const v1::Assignment& as) {
+  if (GiveBackIfDiskFull(as)) return;
   if (IsScriptConfig(as.config_json())) return HandleScriptAssignment(as);
   auto a = std::make_shared<Attempt>(as, options_.batcher);
   Attempt* raw = a.get();  // the attempt outlives its supervisor (it owns it)
@@ -169,13 +171,15 @@ void WorkerCore::FailToStart(const v1::Assignment& as, const absl::Status& why,
   f.set_status(status);
   f.set_exit_code(status == "failed" ? 127 : 0);
   f.set_error(std::string(why.message()));
-  AppendFinished(f);
+  bool given_back = (status == "failed" && GiveBackIfNoSpace(as, why)) ||
+                    GiveBackIfNoSpace(as, AppendFinished(f));
   {
     absl::MutexLock lock(&mu_);
     auto it = attempts_.find(as.attempt_id());
     if (it != attempts_.end()) {
       absl::MutexLock batch_lock(&it->second->batch_mu);
       it->second->finished = true;
+      it->second->given_back = given_back;
     }
   }
   SendPending();
@@ -201,13 +205,21 @@ void WorkerCore::AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points) {
   batch.set_attempt_id(a.assignment.attempt_id());
   batch.set_fencing_token(a.assignment.fencing_token());
   for (v1::MetricPoint& p : points) *batch.add_points() = std::move(p);
+  if (a.given_back) return;
   absl::StatusOr<v1::WorkerMessage> m = outbox_->AppendBatch(std::move(batch));
-  if (!m.ok()) Record(m.status());
+  if (m.ok()) return;
+  if (IsNoSpace(m.status())) {
+    a.given_back = true;  // a curve with a hole cannot be reported: the attempt goes back
+    GiveBack(a.assignment, m.status());
+    return;
+  }
+  Record(m.status());
 }
 
-void WorkerCore::AppendFinished(const v1::RunFinished& finished) {
+absl::Status WorkerCore::AppendFinished(const v1::RunFinished& finished) {
   absl::StatusOr<v1::WorkerMessage> m = outbox_->AppendFinished(finished);
-  if (!m.ok()) Record(m.status());
+  if (!m.ok() && !IsNoSpace(m.status())) Record(m.status());
+  return m.status();
 }
 
 void WorkerCore::OnExit(Attempt& a, const RunResult& r) {
@@ -225,7 +237,12 @@ void WorkerCore::OnExit(Attempt& a, const RunResult& r) {
     f.set_error(r.error);
     f.set_stderr_tail(r.stderr_tail);
     *f.mutable_summary() = r.summary;
-    AppendFinished(f);
+    // A trainer that failed while the disk is full (its checkpoint did not fit, say) did not
+    // fail on its own: given back like a run the worker cannot record.
+    if (!a.given_back && r.status == "failed") {
+      a.given_back = GiveBackIfNoSpace(as, absl::UnknownError(r.error));
+    }
+    if (!a.given_back) a.given_back = GiveBackIfNoSpace(as, AppendFinished(f));
     a.finished = true;
   }
   bool stale;
@@ -321,6 +338,8 @@ void WorkerCore::Pump() {
     mu_.AwaitWithTimeout(absl::Condition(&pump_stop_), absl::FromChrono(options_.tick));
     mu_.Unlock();
     FlushDueAndReap();
+    SendGiveBacks();
+    ProbeDisk();
     RelayNcclIds();
     SendPending();
     mu_.Lock();

@@ -103,6 +103,16 @@ class WorkerCore {
   // "cancelled" (requeued, not charged). Heartbeats say so (Heartbeat.draining).
   void Drain();
   bool draining() const;
+
+  // A full disk (worker_core_disk.cc): an attempt whose run folder or outbox records no longer
+  // fit cannot be supervised, so its trainer is stopped and the attempt is given back with a
+  // Release naming the full disk (the coordinator requeues the run without charging it: an
+  // infrastructure failure, like a lost worker). Assignments that arrive meanwhile are given back
+  // the same way. The stream, the heartbeats and the other attempts' outbox entries stay; the
+  // heartbeats say "draining" until a probe write in the work dir fits again (TakesNoRuns).
+  bool disk_full() const;
+  // What heartbeats say (Heartbeat.draining): draining() or disk_full().
+  bool TakesNoRuns() const { return draining() || disk_full(); }
   // Nothing running and nothing left in the outbox to deliver.
   bool Idle() const;
 
@@ -112,7 +122,7 @@ class WorkerCore {
   void OnPoint(Attempt& a, const v1::MetricPoint& point);
   void OnExit(Attempt& a, const RunResult& result);
   void AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points);
-  void AppendFinished(const v1::RunFinished& finished);
+  absl::Status AppendFinished(const v1::RunFinished& finished);
   RunSpec SpecFor(const v1::Assignment& assignment) const;
   void FailToStart(const v1::Assignment& assignment, const absl::Status& why,
                    const std::string& status = "failed");
@@ -122,6 +132,14 @@ class WorkerCore {
   void RelayNcclIds();
   void SendStarted(const Attempt& a);
   void Record(const absl::Status& s);
+  // Full disk (worker_core_disk.cc). GiveBack only queues (any lock may be held); the pump
+  // stops the trainer, sends the Release and drops the attempt's outbox (SendGiveBacks).
+  void GiveBack(const v1::Assignment& as, const absl::Status& why);
+  bool GiveBackIfDiskFull(const v1::Assignment& as);
+  // A start or a trainer that failed while the disk is full: given back, true.
+  bool GiveBackIfNoSpace(const v1::Assignment& as, const absl::Status& why);
+  void SendGiveBacks();
+  void ProbeDisk();
   // Script runs (worker_core_scripts.cc).
   void StartScript(Attempt& a);
   absl::StatusOr<RunSpec> PrepareScript(Attempt& a);
@@ -147,6 +165,18 @@ class WorkerCore {
   absl::Mutex send_mu_ ABSL_ACQUIRED_AFTER(mu_);
   uint64_t sent_generation_ ABSL_GUARDED_BY(send_mu_) = 0;
   std::map<int64_t, int64_t> sent_upto_ ABSL_GUARDED_BY(send_mu_);  // attempt -> seq
+
+  struct GiveBackEntry {
+    int64_t attempt_id = 0;
+    int64_t fencing_token = 0;
+    std::string reason;
+  };
+  // A leaf lock: taken under any of the others, never the other way round.
+  mutable absl::Mutex disk_mu_ ABSL_ACQUIRED_AFTER(send_mu_);
+  bool disk_full_ ABSL_GUARDED_BY(disk_mu_) = false;
+  int64_t next_probe_ms_ ABSL_GUARDED_BY(disk_mu_) = 0;
+  std::string disk_reason_ ABSL_GUARDED_BY(disk_mu_);
+  std::vector<GiveBackEntry> give_backs_ ABSL_GUARDED_BY(disk_mu_);
 
   std::thread pump_;
 };

@@ -32,6 +32,7 @@ struct WorkerCore::Attempt {
   absl::Mutex batch_mu;
   Batcher batcher ABSL_GUARDED_BY(batch_mu);
   bool finished ABSL_GUARDED_BY(batch_mu) = false;
+  bool given_back ABSL_GUARDED_BY(batch_mu) = false;  // full disk: nothing more goes to the outbox
   bool stale = false;  // guarded by WorkerCore::mu_
   bool id_sent = false;  // node 0 of a multi-node attempt: NcclId sent; guarded by WorkerCore::mu_
   // Script runs (worker_core_scripts.cc); guarded by WorkerCore::mu_ unless said otherwise.

@@ -182,7 +182,7 @@ void WorkerCore::EndUnstarted(const v1::Assignment& as, const std::string& statu
   f.set_fencing_token(as.fencing_token());
   f.set_status(status);
   f.set_error(error);
-  AppendFinished(f);
+  GiveBackIfNoSpace(as, AppendFinished(f));
   SendPending();
 }
 

@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
     if (slurm) *hello.mutable_slurm() = slurm->allocation;
     return hello;
   };
-  client_options.draining = [&core_ptr] { return core_ptr->draining(); };
+  client_options.draining = [&core_ptr] { return core_ptr->TakesNoRuns(); };
   WorkerClient client(client_options);
   core_options.fetch_snapshot = [&client](const std::string& hash) {
     return client.FetchSnapshot(hash);

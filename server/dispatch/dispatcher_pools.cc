@@ -29,7 +29,7 @@ void Dispatcher::ReleaseAttempts(
   for (const auto& [worker_id, attempt_id] : worker_attempts) {
     const GangNode node = NodeOf(worker_id, attempt_id);
     RetireShare(worker_id, attempt_id);
-    absl::Status s = store_->LoseAttempt(attempt_id).status();
+    absl::Status s = store_->LoseAttempt(attempt_id, why).status();
     std::cerr << "ablate-coordinator: attempt " << attempt_id << " of worker " << worker_id
               << " released (" << why << "); run requeued, not charged"
               << (s.ok() ? "" : std::string(": ") + std::string(s.message())) << std::endl;

@@ -168,10 +168,11 @@ class Store {
   // already finished; INVALID_ARGUMENT for a result state other than the three above.
   absl::StatusOr<Run> FinishAttempt(int64_t attempt_id, int64_t fencing_token,
                                     const AttemptResult& result);
-  // The attempt's worker was lost: the attempt becomes lost and, if it is its run's current
-  // attempt and the run is unfinished, the run is requeued without counting against
-  // attempts_used. FAILED_PRECONDITION for a finished attempt. Returns the updated run.
-  absl::StatusOr<Run> LoseAttempt(int64_t attempt_id);
+  // The attempt's worker was lost, or gave it back (an infrastructure failure): the attempt
+  // becomes lost, with `why` as its error when given, and, if it is its run's current attempt and
+  // the run is unfinished, the run is requeued without counting against attempts_used.
+  // FAILED_PRECONDITION for a finished attempt. Returns the updated run.
+  absl::StatusOr<Run> LoseAttempt(int64_t attempt_id, const std::string& why = "");
 
   // --- Metrics -------------------------------------------------------------------------------
   // Stores one batch of points of the run's current attempt. Idempotent per (attempt_id, seq):

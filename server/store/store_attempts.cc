@@ -197,13 +197,19 @@ absl::StatusOr<Run> FinishTx(Connection& c, int64_t attempt_id, int64_t token,
   return LoadRun(c, run.id);
 }
 
-absl::StatusOr<Run> LoseTx(Connection& c, int64_t attempt_id, TimestampMs now) {
+absl::StatusOr<Run> LoseTx(Connection& c, int64_t attempt_id, const std::string& why,
+                           TimestampMs now) {
   STORE_ASSIGN_OR_RETURN(Attempt attempt, LoadAttempt(c, attempt_id));
   if (IsFinished(attempt.state)) {
     return absl::FailedPreconditionError(absl::StrCat("attempt ", attempt_id, " already ended as ",
                                                       ToAbsl(AttemptStateName(attempt.state))));
   }
   STORE_RETURN_IF_ERROR(SetAttemptState(c, attempt_id, AttemptState::kLost, now));
+  if (!why.empty()) {
+    STORE_ASSIGN_OR_RETURN(Statement stmt, c.Prepare("UPDATE attempts SET error = ? WHERE id = ?"));
+    stmt.BindAll(why, attempt_id);
+    STORE_RETURN_IF_ERROR(stmt.Run());
+  }
   STORE_ASSIGN_OR_RETURN(Run run, LoadRun(c, attempt.run_id));
   if (run.current_attempt_id != attempt_id || IsTerminal(run.state)) return run;
   RunUpdate u = UpdateOf(run);
@@ -211,7 +217,9 @@ absl::StatusOr<Run> LoseTx(Connection& c, int64_t attempt_id, TimestampMs now) {
   u.current_attempt_id = 0;
   u.worker_id.clear();
   STORE_RETURN_IF_ERROR(ApplyRunUpdate(
-      c, run, u, now, absl::StrCat("worker ", attempt.worker_id, " lost; requeued")));
+      c, run, u, now,
+      absl::StrCat("worker ", attempt.worker_id, " lost", why.empty() ? "" : " (", why,
+                   why.empty() ? "" : ")", "; requeued")));
   return LoadRun(c, run.id);
 }
 
@@ -262,9 +270,9 @@ absl::StatusOr<Run> Store::FinishAttempt(int64_t attempt_id, int64_t fencing_tok
       [&](Connection& c) { return FinishTx(c, attempt_id, fencing_token, result, now); });
 }
 
-absl::StatusOr<Run> Store::LoseAttempt(int64_t attempt_id) {
+absl::StatusOr<Run> Store::LoseAttempt(int64_t attempt_id, const std::string& why) {
   TimestampMs now = Now();
-  return Write<Run>([&](Connection& c) { return LoseTx(c, attempt_id, now); });
+  return Write<Run>([&](Connection& c) { return LoseTx(c, attempt_id, why, now); });
 }
 
 absl::Status Store::UpdateRunSummary(int64_t run_id, const RunSummary& summary) {

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +20,7 @@
 #include <thread>
 
 #include "ablate/v1/client.grpc.pb.h"
+#include "tests/hardening/small_disk.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::testing {
@@ -263,35 +263,6 @@ TEST(Backup, RefusesToOverwriteTheDatabaseItself) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is the database itself"), std::string::npos) << r.err;
 }
-
-// A tmpfs of `mb` MiB mounted on a fresh folder, unmounted at the end.
-class SmallDisk {
- public:
-  explicit SmallDisk(int mb) : path_(dir_.path() + "/disk") {
-    std::filesystem::create_directories(path_);
-    std::string opts = "size=" + std::to_string(mb) + "m";
-    if (::mount("tmpfs", path_.c_str(), "tmpfs", 0, opts.c_str()) != 0) {
-      error_ = std::strerror(errno);
-    }
-  }
-  ~SmallDisk() {
-    if (error_.empty()) ::umount2(path_.c_str(), MNT_DETACH);
-  }
-  bool mounted() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-  const std::string& path() const { return path_; }
-  // Writes a file until the disk is full.
-  void Fill(const std::string& name) {
-    std::ofstream out(path_ + "/" + name, std::ios::binary);
-    std::string chunk(4096, 'x');
-    while (out.write(chunk.data(), chunk.size())) out.flush();
-  }
-
- private:
-  TempDir dir_;
-  std::string path_;
-  std::string error_;
-};
 
 grpc::Status Submit(v1::AblateService::Stub& stub, int64_t* id) {
   grpc::ClientContext ctx;
