@@ -172,6 +172,7 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   }
   t.Print(std::cout);
   PrintRunOrder(sw, std::cout);
+  PrintCheckpoints(sw, std::cout);
   if (!dry_run) std::cout << "watch it with: ablate watch " << sw.id() << "\n";
   return kExitOk;
 }
@@ -248,6 +249,7 @@ int SweepCommand(Client& c, int64_t id) {
   }
   t.Print(std::cout);
   PrintRunOrder(sw, std::cout);
+  PrintCheckpoints(sw, std::cout);
   return kExitOk;
 }
 
@@ -299,11 +301,14 @@ int RunCommand(Client& c, int64_t id) {
   if (!r.error().empty()) std::cout << "  error: " << r.error() << "\n";
   if (!r.attempts().empty()) {
     std::cout << "\n";
-    Table t({"ATTEMPT", "WORKER", "SLURM_JOB", "STATE", "EXIT", "STARTED", "FINISHED", "ERROR"});
+    Table t({"ATTEMPT", "WORKER", "SLURM_JOB", "STATE", "RESUMED", "EXIT", "STARTED", "FINISHED",
+             "ERROR"});
     for (const v1::Attempt& a : r.attempts()) {
       std::string job = a.slurm_job_id() ? std::to_string(a.slurm_job_id()) : "-";
       if (!a.slurm_step_id().empty()) job += "." + a.slurm_step_id();
-      t.AddRow({std::to_string(a.number()), a.worker_id(), job, a.state(),
+      std::string resumed =
+          a.has_resumed_from_step() ? "step " + std::to_string(a.resumed_from_step()) : "-";
+      t.AddRow({std::to_string(a.number()), a.worker_id(), job, a.state(), resumed,
                 std::to_string(a.exit_code()),
                 FormatTimestampMs(a.started_ms()), FormatTimestampMs(a.finished_ms()),
                 a.error().empty() ? "-" : a.error()});

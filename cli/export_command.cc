@@ -1,7 +1,9 @@
 // `ablate export SWEEP --format csv|jsonl [--out F]`: every run of a sweep with its summary and
 // full curve, for notebooks (ExportSweep).
 //   jsonl  one JSON object per run: ids, variant, seed, state, summary, config (with the seed),
-//          attempts and every metric point; unknown values are null.
+//          attempts (resumed_from_step: the checkpoint an attempt went on from) and every metric
+//          point of the run's curve (across resumed attempts, each step once); unknown values
+//          are null.
 //   csv    one file, one line per metric point with the run's columns repeated on each line; a
 //          run without points has one line with empty point columns. Configs and attempts are
 //          only in jsonl.
@@ -50,7 +52,8 @@ json AttemptJson(const v1::Attempt& a) {
   return {
       {"number", a.number()},          {"worker_id", a.worker_id()}, {"state", a.state()},
       {"exit_code", a.exit_code()},    {"error", a.error()},         {"started_ms", a.started_ms()},
-      {"finished_ms", a.finished_ms()}};
+      {"finished_ms", a.finished_ms()},
+      {"resumed_from_step", OrNull(a.has_resumed_from_step(), a.resumed_from_step())}};
 }
 
 json RunJson(const v1::ExportedRun& e) {

@@ -1,6 +1,9 @@
 // Seeds and dispatch order in words; see sweep_text.h.
 #include "cli/sweep_text.h"
 
+#include <cstdint>
+#include <utility>
+
 namespace ablate {
 
 std::string SeedsText(const v1::Sweep& sw) {
@@ -25,6 +28,26 @@ void PrintRunOrder(const v1::Sweep& sw, std::ostream& out) {
     for (const std::string& v : b.variants()) out << " " << v;
     out << "\n";
   }
+}
+
+namespace {
+
+// ms as the spec writes it: 600000 -> "10m", 90000 -> "90s", 1500 -> "1500ms".
+std::string DurationText(int64_t ms) {
+  for (auto [unit, size] : {std::pair{"h", int64_t{3600000}}, std::pair{"m", int64_t{60000}},
+                            std::pair{"s", int64_t{1000}}}) {
+    if (ms % size == 0) return std::to_string(ms / size) + unit;
+  }
+  return std::to_string(ms) + "ms";
+}
+
+}  // namespace
+
+void PrintCheckpoints(const v1::Sweep& sw, std::ostream& out) {
+  if (sw.checkpoint_every_ms() <= 0) return;
+  out << "checkpoints: every " << DurationText(sw.checkpoint_every_ms())
+      << " (wall time), into each worker's --checkpoint-dir (workers without one run without "
+         "them); a requeued run resumes from its newest checkpoint\n";
 }
 
 }  // namespace ablate

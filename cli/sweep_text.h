@@ -19,6 +19,10 @@ void PrintRunOrder(const v1::Sweep& sw, std::ostream& out);
 
 inline constexpr int kMaxBlocksShown = 4;
 
+// "checkpoints: every 10m ..." when the sweep asks for checkpoints (Sweep.checkpoint_every_ms);
+// nothing otherwise.
+void PrintCheckpoints(const v1::Sweep& sw, std::ostream& out);
+
 }  // namespace ablate
 
 #endif  // ABLATE_CLI_SWEEP_TEXT_H_

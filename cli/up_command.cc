@@ -228,6 +228,8 @@ int UpCommand(const UpOptions& o) {
                                     "--name",      "local"};
   // One machine, one person: the local worker runs that person's scripts (issue 14).
   wargv.push_back("--allow-scripts");
+  // Sweeps with checkpoint_every keep them in the data dir (issue 17).
+  wargv.insert(wargv.end(), {"--checkpoint-dir", dir + "/checkpoints"});
   if (!trainer.empty()) wargv.insert(wargv.end(), {"--trainer", trainer});
   pid_t work = Spawn(wargv, dir + "/worker.log");
   std::cout << "ablate up: coordinator on " << address << " (data " << dir

@@ -339,6 +339,9 @@ void RunSupervisor::HandleLine(const std::string& line) {
       if (auto it = event->body.find("config"); it != event->body.end()) {
         if (auto u = UntimedSteps(*it)) untimed_steps_ = u;
       }
+      if (std::optional<ResumedFrom> r = ResumedFromStart(event->body); r && callbacks_.on_resumed) {
+        callbacks_.on_resumed(r->step, r->path);
+      }
       if (callbacks_.on_start) callbacks_.on_start();
       break;
     case EventKind::kStep:

@@ -55,11 +55,14 @@ struct RunResult {
 };
 
 // Called from the supervisor's own threads, never concurrently with each other: on_start and
-// on_point in stdout order, then on_exit exactly once after the last on_point.
+// on_point in stdout order, then on_exit exactly once after the last on_point. on_resumed (may
+// be empty): the start event says the trainer resumed from a checkpoint with `step` steps done
+// (at `path`); called just before on_start.
 struct RunCallbacks {
   std::function<void()> on_start;
   std::function<void(const v1::MetricPoint&)> on_point;
   std::function<void(const RunResult&)> on_exit;
+  std::function<void(int64_t step, const std::string& path)> on_resumed = nullptr;
 };
 
 // Thread-safe. Start once; the destructor SIGKILLs a still-running child and joins every thread

@@ -69,6 +69,15 @@ v1::MetricPoint PointFromEvent(const TrainerEvent& event) {
   return p;
 }
 
+std::optional<ResumedFrom> ResumedFromStart(const J& start) {
+  auto it = start.find("resumed_from");
+  if (it == start.end() || !it->is_object()) return std::nullopt;
+  std::optional<int64_t> step = Int(*it, "step");
+  if (!step) return std::nullopt;
+  auto path = it->find("path");
+  return ResumedFrom{*step, path != it->end() && path->is_string() ? path->get<std::string>() : ""};
+}
+
 v1::RunSummary SummaryFromEnd(const J& end, std::optional<int64_t> untimed_steps) {
   v1::RunSummary s;
   if (auto v = Num(end, "final_val_loss")) s.set_final_val_loss(*v);

@@ -26,6 +26,14 @@ std::optional<TrainerEvent> ParseTrainerEvent(const std::string& line);
 // val event -> {step, val_loss}. Missing or null fields stay unset.
 v1::MetricPoint PointFromEvent(const TrainerEvent& event);
 
+// A start event's resumed_from ({step, path, train_ms} of the checkpoint the trainer went on
+// from); nullopt when it is null, absent or has no integer step.
+struct ResumedFrom {
+  int64_t step = 0;
+  std::string path;
+};
+std::optional<ResumedFrom> ResumedFromStart(const nlohmann::json& start);
+
 // The summary from an end event. mean_step_ms = train_ms / (steps - untimed_steps) when that is
 // positive (untimed_steps: the config knob; nullopt when unknown leaves mean_step_ms unset).
 v1::RunSummary SummaryFromEnd(const nlohmann::json& end, std::optional<int64_t> untimed_steps);

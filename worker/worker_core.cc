@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "worker/checkpoint_dir.h"
 #include "worker/datasets.h"
 #include "worker/disk_space.h"
 #include "worker/nccl_handoff.h"
@@ -58,9 +59,13 @@ void WorkerCore::HandleAssignment(const v1::Assignment& as) {
   auto a = std::make_shared<Attempt>(as, options_.batcher);
   Attempt* raw = a.get();  // the attempt outlives its supervisor (it owns it)
   a->supervisor = std::make_unique<RunSupervisor>(
-      SpecFor(as), RunCallbacks{[this, raw] { SendStarted(*raw); },
-                                [this, raw](const v1::MetricPoint& p) { OnPoint(*raw, p); },
-                                [this, raw](const RunResult& r) { OnExit(*raw, r); }});
+      SpecFor(as),
+      RunCallbacks{[this, raw] { SendStarted(*raw); },
+                   [this, raw](const v1::MetricPoint& p) { OnPoint(*raw, p); },
+                   [this, raw](const RunResult& r) { OnExit(*raw, r); },
+                   [this, raw](int64_t step, const std::string& path) {
+                     OnResumed(*raw, step, path);
+                   }});
   std::optional<v1::NcclId> early;
   bool refused = false;
   {
@@ -100,6 +105,7 @@ RunSpec WorkerCore::SpecFor(const v1::Assignment& as) const {
   std::string run_dir = RunDir(options_.work_dir, as);
   std::vector<std::string> args = options_.trainer_args;
   for (std::string& a : TopologyArgs(as, NcclIdPath(run_dir))) args.push_back(std::move(a));
+  for (std::string& a : CheckpointArgs(as)) args.push_back(std::move(a));
   return RunSpec{options_.trainer_path,
                  run_dir,
                  as.config_json(),
@@ -107,6 +113,41 @@ RunSpec WorkerCore::SpecFor(const v1::Assignment& as) const {
                  ValGlob(options_.data_dir, as.dataset()),
                  {as.gpus().begin(), as.gpus().end()},
                  std::move(args)};
+}
+
+std::vector<std::string> WorkerCore::CheckpointArgs(const v1::Assignment& as) const {
+  if (as.checkpoint_every_ms() <= 0) return {};
+  const std::string run = "run " + std::to_string(as.run_id()) + " attempt " +
+                          std::to_string(as.attempt_id()) + ": ";
+  if (options_.checkpoint_dir.empty()) {
+    LogLine(run + "the sweep asks for checkpoints every " +
+            CheckpointEveryArg(as.checkpoint_every_ms()) +
+            ", but this worker has no --checkpoint-dir: running without them (a requeued run "
+            "starts again at step 0)");
+    return {};
+  }
+  const std::string dir = RunCheckpointDir(options_.checkpoint_dir, as.run_id());
+  absl::StatusOr<CheckpointPlan> plan =
+      PlanCheckpoints(dir, as.checkpoint_every_ms(), as.resume_max_step());
+  if (!plan.ok()) {
+    LogLine(run + std::string(plan.status().message()) + ": running without checkpoints");
+    return {};
+  }
+  for (const std::string& why : plan->removed) LogLine(run + "removed checkpoint " + why);
+  LogLine(run + "checkpoints every " + CheckpointEveryArg(as.checkpoint_every_ms()) + " into " +
+          dir +
+          (plan->newest ? "; resuming from the newest readable one (at most step " +
+                              std::to_string(*plan->newest) + ")"
+                        : "; no earlier checkpoint to resume from: starting at step 0"));
+  return plan->trainer_args;
+}
+
+void WorkerCore::OnResumed(Attempt& a, int64_t step, const std::string& path) {
+  LogLine("run " + std::to_string(a.assignment.run_id()) + " attempt " +
+          std::to_string(a.assignment.attempt_id()) + ": the trainer resumed from step " +
+          std::to_string(step) + " (" + path + ")");
+  absl::MutexLock lock(&a.batch_mu);
+  a.resumed_from_step = step;
 }
 
 void WorkerCore::HandleNcclId(const v1::NcclId& id) {
@@ -204,6 +245,7 @@ void WorkerCore::AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points) {
   v1::MetricBatch batch;
   batch.set_attempt_id(a.assignment.attempt_id());
   batch.set_fencing_token(a.assignment.fencing_token());
+  if (a.resumed_from_step) batch.set_resumed_from_step(*a.resumed_from_step);
   for (v1::MetricPoint& p : points) *batch.add_points() = std::move(p);
   if (a.given_back) return;
   absl::StatusOr<v1::WorkerMessage> m = outbox_->AppendBatch(std::move(batch));

@@ -57,6 +57,10 @@ struct WorkerCoreOptions {
   std::string python = "python3";  // interpreter for launch: python / torchrun and {python}
   std::string master_addr;         // this node's address for torch rendezvous ("" = host name)
   SnapshotCache::Fetch fetch_snapshot;  // a snapshot by hash from the coordinator
+  // Checkpoints (issue 17; checkpoint_dir.h): where built-in trainer runs of a sweep with
+  // checkpoint_every keep them (run-<run_id>/ below it), shared storage on a cluster so that a
+  // requeued run resumes on any worker. "": such sweeps run without checkpoints (logged).
+  std::string checkpoint_dir;
 };
 
 // Thread-safe. Handle* methods are called by the connection's reader; callbacks of the children
@@ -124,6 +128,10 @@ class WorkerCore {
   void AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points);
   absl::Status AppendFinished(const v1::RunFinished& finished);
   RunSpec SpecFor(const v1::Assignment& assignment) const;
+  // --checkpoint-dir/--checkpoint-every/--resume for the attempt (none when the sweep asks for
+  // no checkpoints or the worker has no checkpoint_dir), with a log line saying what it does.
+  std::vector<std::string> CheckpointArgs(const v1::Assignment& assignment) const;
+  void OnResumed(Attempt& a, int64_t step, const std::string& path);
   void FailToStart(const v1::Assignment& assignment, const absl::Status& why,
                    const std::string& status = "failed");
   void Pump();

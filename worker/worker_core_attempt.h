@@ -33,6 +33,9 @@ struct WorkerCore::Attempt {
   Batcher batcher ABSL_GUARDED_BY(batch_mu);
   bool finished ABSL_GUARDED_BY(batch_mu) = false;
   bool given_back ABSL_GUARDED_BY(batch_mu) = false;  // full disk: nothing more goes to the outbox
+  // The trainer resumed from a checkpoint with this many steps done (its start event); every
+  // MetricBatch of the attempt carries it.
+  std::optional<int64_t> resumed_from_step ABSL_GUARDED_BY(batch_mu);
   bool stale = false;  // guarded by WorkerCore::mu_
   bool id_sent = false;  // node 0 of a multi-node attempt: NcclId sent; guarded by WorkerCore::mu_
   // Script runs (worker_core_scripts.cc); guarded by WorkerCore::mu_ unless said otherwise.

@@ -39,6 +39,11 @@ void WorkerCore::HandleScriptAssignment(const v1::Assignment& as) {
                         "--allow-scripts to let it run researchers' code)"));
     return;
   }
+  if (as.checkpoint_every_ms() > 0) {
+    LogLine("run " + std::to_string(as.run_id()) + " attempt " + std::to_string(as.attempt_id()) +
+            ": checkpoint_every applies to the built-in trainer; a script keeps its own "
+            "checkpoints");
+  }
   auto a = std::make_shared<Attempt>(as, options_.batcher);
   a->script = true;
   a->starting = true;

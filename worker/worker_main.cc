@@ -36,6 +36,7 @@ struct Flags {
   int64_t dataset_rescan_ms = 10000;
   bool allow_scripts = false;
   std::string python = "python3", master_addr;
+  std::string checkpoint_dir;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -71,6 +72,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--master-addr", f.master_addr,
                  "address other nodes reach this one at, for a multi-node script run's torch "
                  "rendezvous (default: the host name)");
+  app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "where runs of sweeps with checkpoint_every keep their checkpoints (DIR/run-ID/; "
+                 "shared storage on a cluster, so that a requeued run resumes on any worker from "
+                 "the newest one). Without it such sweeps run without checkpoints");
   app.add_flag("--slurm", f.slurm,
                "run as a Slurm pilot (started by srun): the id names the allocation "
                "(slurm/CLUSTER/JOB.RESTART/NODE), GPUs come from CUDA_VISIBLE_DEVICES, run "
@@ -174,6 +179,7 @@ int main(int argc, char** argv) {
   core_options.allow_scripts = f.allow_scripts;
   core_options.python = f.python;
   core_options.master_addr = f.master_addr;
+  core_options.checkpoint_dir = f.checkpoint_dir;
   core_options.trainer_args = {"--threads",
                                std::to_string(std::max(1, cores / std::max(1, f.cpu_slots)))};
 
@@ -215,7 +221,8 @@ int main(int argc, char** argv) {
   LogLine("worker " + id + ": " + std::to_string(gpus->size()) + " GPU(s), " +
           std::to_string(f.cpu_slots) + " CPU slot(s), trainer " + *trainer + " (" + version +
           "), datasets in " + f.data_dir +
-          (f.allow_scripts ? "; runs scripts with " + f.python : "; runs no scripts"));
+          (f.allow_scripts ? "; runs scripts with " + f.python : "; runs no scripts") +
+          (f.checkpoint_dir.empty() ? "" : "; checkpoints in " + f.checkpoint_dir));
 
   std::thread signals([&] {
     StopWatchOptions stop_options;

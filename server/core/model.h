@@ -61,6 +61,9 @@ struct Sweep {
   int max_attempts = 3;
   std::vector<std::string> tags;
   std::string pool;  // "" = any worker outside a pool; else only that pool's workers (issue 15)
+  // Built-in trainer runs checkpoint this often (ms of wall time) into their worker's
+  // --checkpoint-dir, and a requeued run resumes from the newest checkpoint; 0 = none.
+  int64_t checkpoint_every_ms = 0;
   TimestampMs created_ms = 0;
   TimestampMs finished_ms = 0;  // 0 while not finished
 };
@@ -117,6 +120,9 @@ struct Attempt {
   // run was an `srun` step of it ("" otherwise).
   int64_t slurm_job_id = 0;
   std::string slurm_step_id;
+  // The trainer resumed from an earlier attempt's checkpoint with this many steps done (the
+  // run's curve: earlier points up to this step, then this attempt's); unset: from step 0.
+  std::optional<int64_t> resumed_from_step;
 };
 
 struct GpuInfo {

@@ -67,6 +67,23 @@ absl::Status CheckMetricBatch(const std::vector<MetricPoint>& points,
   return absl::OkStatus();
 }
 
+absl::Status CheckResumedFrom(int64_t resumed_from_step, const std::vector<MetricPoint>& points,
+                              std::optional<int64_t> max_step) {
+  if (resumed_from_step < 1 || (max_step && resumed_from_step > *max_step)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("resumed_from_step ", resumed_from_step, " is outside 1..",
+                     max_step ? absl::StrCat(*max_step) : std::string("the run's steps")));
+  }
+  for (const MetricPoint& p : points) {
+    if (p.step < resumed_from_step) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "point at step ", p.step, " comes before the checkpoint it resumed from (step ",
+          resumed_from_step, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckRunResult(std::string_view error, std::string_view stderr_tail,
                             const std::optional<RunSummary>& summary) {
   if (stderr_tail.size() > kMaxStderrTailBytes) {

@@ -31,6 +31,12 @@ inline constexpr double kMaxMetricMagnitude = 1e12;
 absl::Status CheckMetricBatch(const std::vector<MetricPoint>& points,
                               std::optional<int64_t> max_step);
 
+// MetricBatch.resumed_from_step (the checkpoint's steps done): OK, or INVALID_ARGUMENT when it is
+// below 1, beyond `max_step` (when known), or after a point of the batch (a resumed trainer
+// reports nothing before its checkpoint's step).
+absl::Status CheckResumedFrom(int64_t resumed_from_step, const std::vector<MetricPoint>& points,
+                              std::optional<int64_t> max_step);
+
 // OK, or INVALID_ARGUMENT for a stderr tail or error over their limits, or a summary with a
 // non-finite or out-of-range number or a negative step count.
 absl::Status CheckRunResult(std::string_view error, std::string_view stderr_tail,

@@ -371,14 +371,20 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
     if (a.ok()) run_id = a->run_id;
   }
   if (run_id) {
-    absl::Status bad =
-        CheckMetricBatch(points, ConfiguredSteps(worker_id, msg.attempt_id(), *run_id));
+    const std::optional<int64_t> steps = ConfiguredSteps(worker_id, msg.attempt_id(), *run_id);
+    absl::Status bad = CheckMetricBatch(points, steps);
+    if (bad.ok() && msg.has_resumed_from_step()) {
+      bad = CheckResumedFrom(msg.resumed_from_step(), points, steps);
+    }
     if (!bad.ok()) {
       return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(),
                          "metric batch " + std::to_string(msg.seq()), bad,
                          AckOf(msg.attempt_id(), msg.seq(), false));
     }
-    s = store_->AppendMetrics(*run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(), points)
+    std::optional<int64_t> resumed;
+    if (msg.has_resumed_from_step()) resumed = msg.resumed_from_step();
+    s = store_->AppendMetrics(*run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(), points,
+                              resumed)
             .status();
   }
   if (s.ok()) {
@@ -639,6 +645,13 @@ void Dispatcher::Assign(const Placement& p) {
   absl::StatusOr<Sweep> sweep = store_->GetSweep(run->sweep_id);
   absl::StatusOr<std::string> config = RunConfig(*run);
   if (!sweep.ok() || !config.ok()) return;
+  // Before the new attempt exists: the curve so far is the one it may continue.
+  int64_t resume_max_step = 0;
+  if (sweep->checkpoint_every_ms > 0) {
+    absl::StatusOr<int64_t> limit = store_->ResumeLimit(p.run_id);
+    if (!limit.ok()) return;  // the store is failing; the run stays queued
+    resume_max_step = *limit;
+  }
   absl::StatusOr<Attempt> attempt = store_->CreateAttempt(p.run_id, p.nodes[0].worker_id);
   if (!attempt.ok()) return;  // no longer queued (cancelled meanwhile)
   {
@@ -664,6 +677,8 @@ void Dispatcher::Assign(const Placement& p) {
     for (int g : p.nodes[rank].gpus) a->add_gpus(g);
     a->set_node_rank(static_cast<int>(rank));
     a->set_num_nodes(static_cast<int>(p.nodes.size()));
+    a->set_checkpoint_every_ms(sweep->checkpoint_every_ms);
+    a->set_resume_max_step(resume_max_step);
     SendTo(p.nodes[rank].worker_id, m);
   }
   feed_->Notify();

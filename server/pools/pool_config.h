@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/sweep/duration.h"  // ParseDurationMs (idle_exit, signal_before)
 
 namespace ablate {
 
@@ -62,9 +63,6 @@ struct PoolConfig {
 // specs. At least one pool; names unique.
 absl::StatusOr<std::vector<PoolConfig>> ParsePoolsConfig(std::string_view yaml_text,
                                                          std::string_view file_name);
-
-// "500ms", "30s", "5m", "2h" (a bare number is seconds) -> ms; INVALID_ARGUMENT otherwise.
-absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
 
 }  // namespace ablate
 

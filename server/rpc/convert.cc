@@ -66,6 +66,7 @@ void ToProto(const Sweep& in, v1::Sweep* out) {
   out->set_max_concurrent(in.max_concurrent);
   out->set_max_attempts(in.max_attempts);
   out->set_pool(in.pool);
+  out->set_checkpoint_every_ms(in.checkpoint_every_ms);
   for (const std::string& t : in.tags) out->add_tags(t);
   out->set_created_ms(in.created_ms);
   out->set_finished_ms(in.finished_ms);
@@ -154,6 +155,7 @@ void ToProto(const Attempt& in, v1::Attempt* out) {
   out->set_finished_ms(in.finished_ms);
   out->set_slurm_job_id(in.slurm_job_id);
   out->set_slurm_step_id(in.slurm_step_id);
+  if (in.resumed_from_step) out->set_resumed_from_step(*in.resumed_from_step);
 }
 
 void ToProto(const Worker& in, v1::Worker* out) {

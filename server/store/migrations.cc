@@ -75,7 +75,11 @@ absl::StatusOr<int> ApplyMigrations(Connection& connection, std::span<const Migr
   absl::Status status = connection.Exec(kCreateMigrationsTable);
   if (!status.ok()) return status;
   for (const Migration& migration : migrations) {
-    if (migration.version <= *version) continue;
+    // By record, not by the highest version: migration numbers are handed out to branches in
+    // parallel, so a database may have 0008 and still lack an 0006 merged later.
+    absl::StatusOr<bool> applied = IsApplied(connection, migration.version);
+    if (!applied.ok()) return applied.status();
+    if (*applied) continue;
     status = ApplyOne(connection, migration, now_ms);
     if (!status.ok()) return status;
   }

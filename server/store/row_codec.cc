@@ -54,6 +54,7 @@ Sweep ReadSweep(const Statement& row) {
   s.seeds_min = static_cast<int>(row.Int(15));
   s.order_seed = row.Int(16);
   s.pool = row.Text(17);
+  s.checkpoint_every_ms = row.Int(18);
   return s;
 }
 
@@ -110,6 +111,7 @@ Attempt ReadAttempt(const Statement& row) {
   a.finished_ms = row.Int(10);
   a.slurm_job_id = row.Int(11);
   a.slurm_step_id = row.Text(12);
+  a.resumed_from_step = row.OptInt(13);
   return a;
 }
 

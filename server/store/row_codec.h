@@ -16,7 +16,7 @@ namespace ablate {
 inline constexpr char kSweepColumns[] =
     "id, name, state, spec_yaml, baseline_preset, scale, dataset, target_val_loss, seeds, "
     "gpus_per_run, priority, max_concurrent, max_attempts, created_ms, finished_ms, seeds_min, "
-    "order_seed, pool";
+    "order_seed, pool, checkpoint_every_ms";
 inline constexpr char kVariantColumns[] =
     "id, sweep_id, idx, name, config_json, config_hash, diff_json";
 // Selected FROM kRunFrom (runs r joined to their variant v).
@@ -28,7 +28,7 @@ inline constexpr char kRunColumns[] =
 inline constexpr char kRunFrom[] = "runs r JOIN variants v ON v.id = r.variant_id";
 inline constexpr char kAttemptColumns[] =
     "id, run_id, number, fencing_token, worker_id, state, exit_code, error, stderr_tail, "
-    "started_ms, finished_ms, slurm_job_id, slurm_step_id";
+    "started_ms, finished_ms, slurm_job_id, slurm_step_id, resumed_from_step";
 inline constexpr char kWorkerColumns[] =
     "id, host, gpus_json, cpu_slots, trainer_version, datasets_json, connected, "
     "last_heartbeat_ms, registered_ms";

@@ -65,11 +65,11 @@ absl::StatusOr<int64_t> InsertSweepRow(Connection& c, const Sweep& s) {
       c.Prepare(
           "INSERT INTO sweeps (name, state, spec_yaml, baseline_preset, scale, dataset, "
           "target_val_loss, seeds, gpus_per_run, priority, max_concurrent, max_attempts, "
-          "created_ms, finished_ms, seeds_min, order_seed, pool) "
-          "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"));
+          "created_ms, finished_ms, seeds_min, order_seed, pool, checkpoint_every_ms) "
+          "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"));
   stmt.BindAll(s.name, s.spec_yaml, s.baseline_preset, s.scale, s.dataset, s.target_val_loss,
                s.seeds, s.gpus_per_run, s.priority, s.max_concurrent, s.max_attempts, s.created_ms,
-               s.seeds_min, s.order_seed, s.pool);
+               s.seeds_min, s.order_seed, s.pool, s.checkpoint_every_ms);
   STORE_RETURN_IF_ERROR(stmt.Run());
   return c.LastInsertId();
 }

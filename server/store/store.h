@@ -66,7 +66,7 @@ struct AttemptResult {
 // A run's curve as charts read it.
 struct MetricCurve {
   int64_t run_id = 0;
-  int64_t attempt_id = 0;           // whose points these are; 0 when the run never had an attempt
+  int64_t attempt_id = 0;  // its latest attempt (see GetMetrics); 0 when the run never had one
   int64_t total_points = 0;         // stored before downsampling
   std::vector<MetricPoint> points;  // step order; see DownsampleMinMax (downsample.h)
 };
@@ -177,18 +177,30 @@ class Store {
   // --- Metrics -------------------------------------------------------------------------------
   // Stores one batch of points of the run's current attempt. Idempotent per (attempt_id, seq):
   // a batch already committed returns true (duplicate) and changes nothing; a new one returns
-  // false. A point for a step already stored replaces it. FAILED_PRECONDITION for a stale token
-  // or non-current attempt; INVALID_ARGUMENT when the attempt is not the run's.
+  // false. A point for a step already stored merges into it (the fields it sets replace the
+  // stored ones). `resumed_from_step` (MetricBatch.resumed_from_step): the attempt resumed from
+  // a checkpoint with that many steps done; recorded on the attempt with its first batch, in the
+  // same transaction. FAILED_PRECONDITION for a stale token or non-current attempt;
+  // INVALID_ARGUMENT when the attempt is not the run's.
   absl::StatusOr<bool> AppendMetrics(int64_t run_id, int64_t attempt_id, int64_t fencing_token,
-                                     int64_t seq, const std::vector<MetricPoint>& points);
-  // The curve of the run's current attempt (or its latest one, while the run is requeued),
-  // downsampled to at most `max_points` per series with the min and max of each bucket
-  // (0 = kDefaultMaxPoints). INVALID_ARGUMENT for max_points < 0 or == 1.
+                                     int64_t seq, const std::vector<MetricPoint>& points,
+                                     std::optional<int64_t> resumed_from_step = std::nullopt);
+  // The run's curve: the points of its current attempt (or its latest one, while the run is
+  // requeued); when that attempt resumed from a checkpoint with s steps done, preceded by the
+  // curve of the attempts before it up to step s (recursively; attempts that never reported a
+  // point are passed over), so that each step appears once. Downsampled to at most `max_points`
+  // per series with the min and max of each bucket (0 = kDefaultMaxPoints). While an attempt is
+  // current its curve only grows at the end. INVALID_ARGUMENT for max_points < 0 or == 1.
   absl::StatusOr<MetricCurve> GetMetrics(int64_t run_id, int max_points) const;
-  // Raw points of the same attempt with step > after_step, in step order (live streaming);
-  // limit 0 = all.
+  // Raw points of the same curve with step > after_step, in step order (live streaming, export,
+  // compare); limit 0 = all.
   absl::StatusOr<std::vector<MetricPoint>> ListMetricPoints(int64_t run_id, int64_t after_step,
                                                             int limit) const;
+  // For a new attempt of the run (Assignment.resume_max_step): the most steps done a checkpoint
+  // may have for the attempt to resume from it without a gap in the curve. The last step of the
+  // curve its latest attempt with points left, less one when that step has no val point (its
+  // validation may be lost, and a checkpoint there would not run it again); 0 when there is none.
+  absl::StatusOr<int64_t> ResumeLimit(int64_t run_id) const;
 
   // --- Workers -------------------------------------------------------------------------------
   // Inserts or replaces a worker's description; registered_ms is kept from the first

@@ -4,6 +4,7 @@
 #include <map>
 #include <span>
 
+#include "server/sweep/duration.h"
 #include "server/sweep/script_spec.h"
 #include "server/sweep/yaml_values.h"
 #include "trainer/config/knob_schema.h"
@@ -16,7 +17,7 @@ using J = nlohmann::json;
 constexpr std::string_view kTopLevelKeys[] = {
     "name",         "description", "baseline",       "include_baseline", "target_val_loss", "seeds",
     "gpus_per_run", "priority",    "max_concurrent", "max_attempts",     "dataset",         "tags",
-    "ablations",    "grid",        "order_seed",     "pool"};
+    "ablations",    "grid",        "order_seed",     "pool",             "checkpoint_every"};
 constexpr std::string_view kSeedsKeys[] = {"min", "max"};
 // Script keys (script_spec.h) beside the built-in trainer's.
 constexpr std::string_view kBaselineKeys[] = {"preset",  "scale", "set",        "script",
@@ -89,6 +90,7 @@ class SpecReader {
   void ReadSettings(const Entries& top);
   void ReadSeeds(const YAML::Node& node);
   void ReadGpus(const YAML::Node& node);
+  void ReadCheckpointEvery(const YAML::Node& node);
   void ReadBaseline(const YAML::Node& node);
   void CheckScriptBaseline(Entries& e);
   void ReadAblations(const YAML::Node& node);
@@ -172,6 +174,7 @@ void SpecReader::ReadSettings(const Entries& top) {
   if (top.count("dataset"))
     spec_.dataset = ReadName(node("dataset"), "dataset", "dataset", errors_);
   if (top.count("pool")) spec_.pool = ReadName(node("pool"), "pool", "pool name", errors_).value_or("");
+  if (top.count("checkpoint_every")) ReadCheckpointEvery(node("checkpoint_every"));
   if (top.count("tags")) {
     spec_.tags = ReadStringList(node("tags"), "tags", errors_).value_or(std::vector<std::string>{});
   }
@@ -218,6 +221,26 @@ void SpecReader::ReadGpus(const YAML::Node& node) {
     return;
   }
   spec_.gpus_per_run = static_cast<int>(*v);
+}
+
+// `checkpoint_every: 10m`. A unit is required: a bare number reads as seconds in the pools file
+// but as steps in `ablate-train --checkpoint-every`, so here it is refused rather than guessed.
+void SpecReader::ReadCheckpointEvery(const YAML::Node& node) {
+  std::optional<std::string> text = ReadString(node, "checkpoint_every", errors_);
+  if (!text) return;
+  absl::StatusOr<int64_t> ms = ParseDurationMs(*text);
+  if (!ms.ok()) {
+    errors_->Add(node, "checkpoint_every", std::string(ms.status().message()));
+  } else if (text->find_first_not_of("0123456789") == std::string::npos) {
+    errors_->Add(node, "checkpoint_every",
+                 "'" + *text + "' has no unit; write a duration of wall time, e.g. 30s, 10m or 1h");
+  } else if (*ms < kMinCheckpointEveryMs) {
+    errors_->Add(node, "checkpoint_every",
+                 "'" + *text + "' is too often; checkpoints of a full-scale run take seconds to " +
+                     "write: at least 1s (10m is typical)");
+  } else {
+    spec_.checkpoint_every_ms = *ms;
+  }
 }
 
 void SpecReader::ReadBaseline(const YAML::Node& node) {

@@ -36,6 +36,9 @@ struct GridAxis {
   std::string path;                 // "grid.muon.lr"
 };
 
+// The most frequent checkpoints a spec may ask for (`checkpoint_every:`).
+inline constexpr int64_t kMinCheckpointEveryMs = 1000;
+
 // The typed content of a spec. Fields keep their defaults where the spec omits them or where
 // they were rejected (the error is in SpecErrors then).
 struct ParsedSpec {
@@ -59,6 +62,7 @@ struct ParsedSpec {
   int max_attempts = 3;
   std::optional<std::string> dataset;
   std::string pool;  // "" = any worker outside a pool
+  int64_t checkpoint_every_ms = 0;  // `checkpoint_every:`; 0 = no checkpoints
   std::vector<std::string> tags;
   std::vector<AblationSpec> ablations;
   SpecPosition ablations_position;

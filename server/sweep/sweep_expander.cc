@@ -234,6 +234,7 @@ void SweepExpander::FillSweep(std::string_view spec_yaml) {
   s.max_attempts = spec_.max_attempts;
   s.tags = spec_.tags;
   s.pool = spec_.pool;
+  s.checkpoint_every_ms = spec_.checkpoint_every_ms;
 }
 
 void SweepExpander::FillRuns() {

@@ -18,6 +18,9 @@
 //   dataset: fineweb10B                 # default: the preset's; "debian-text" at scale tiny
 //   tags: [a, b]
 //   pool: h100                          # run only on that pool's workers (ablate-coordinator --pools)
+//   checkpoint_every: 10m               # built-in trainer runs checkpoint this often (>= 1s, a
+//                                       # unit required) into ablate-worker --checkpoint-dir;
+//                                       # a requeued run resumes from the newest checkpoint
 //   ablations: [{name: softcap-30, set: {logit_softcap: 30}}]
 //   grid: {muon.lr: [0.04, 0.05], logit_softcap: [15, 30]}   # variants "muon.lr=0.04,..."
 // `set` keys are knob names (trainer/config/knob_schema.h), dotted or nested.

@@ -457,5 +457,85 @@ TEST_F(E2eTest, CancelStopsTheTrainer) {
   EXPECT_TRUE(CliJson({"run", "2"})["attempts"].empty());
 }
 
+// Issue 17: a sweep with checkpoint_every, workers sharing a --checkpoint-dir. Worker a is
+// SIGKILLed after a checkpoint was written and points beyond it were stored; the run is requeued
+// and finishes on worker b from that checkpoint. Its curve has every step once (the first
+// attempt's up to the checkpoint, then b's), and its training time is the sum of the two
+// attempts' timed steps (a's up to the checkpoint, b's after it).
+TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
+  const std::string shared = root_.path() + "/shared-checkpoints";
+  const std::string run_dir = shared + "/run-1";
+  const int steps = 80;
+  auto a = StartWorker("a", 1, ABLATE_TRAIN_BIN, {"--checkpoint-dir", shared});
+  Submit(Spec("resume", steps, 1) + "checkpoint_every: 1s\n");
+  // The newest checkpoint a's trainer has renamed into place, and the last stored step.
+  auto newest = [&] {
+    int64_t best = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+      std::string n = e.path().filename().string();
+      if (n.starts_with("ckpt-") && n.ends_with(".safetensors")) {
+        best = std::max<int64_t>(best, std::stoll(n.substr(5, 8)));
+      }
+    }
+    return best;
+  };
+  auto last_stored = [&] { return Count("SELECT COALESCE(MAX(step), -1) FROM metrics"); };
+  auto deadline = std::chrono::steady_clock::now() + 180s;
+  int64_t checkpoint = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    checkpoint = newest();
+    if (checkpoint > 0 && last_stored() > checkpoint + 1) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GT(checkpoint, 0) << "no checkpoint written";
+  ASSERT_LT(last_stored(), steps) << "the run ended before it could be interrupted";
+  a->Signal(SIGKILL);  // the trainer dies with it (PR_SET_PDEATHSIG)
+  a->Wait(10s);
+  auto b = StartWorker("b", 1, ABLATE_TRAIN_BIN, {"--checkpoint-dir", shared});
+  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 300s);
+  ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
+  EXPECT_EQ(run["attempts"][0]["worker_id"], "a");
+  EXPECT_EQ(run["attempts"][0]["state"], "lost");
+  EXPECT_EQ(run["attempts"][1]["worker_id"], "b");
+  EXPECT_EQ(run["attempts_used"], 0);
+  // b resumed from a checkpoint of a's, at or after the one seen above (a may have written a
+  // newer one before it died; the coordinator allows those its stored points reach).
+  ASSERT_TRUE(run["attempts"][1].contains("resumed_from_step")) << run["attempts"].dump();
+  const int64_t resumed = std::stoll(run["attempts"][1]["resumed_from_step"].get<std::string>());
+  EXPECT_GE(resumed, checkpoint);
+  EXPECT_NE(b->Stderr().find("the trainer resumed from step " + std::to_string(resumed)),
+            std::string::npos)
+      << b->Stderr();
+  std::string events = ReadFile(root_.path() + "/work-b/runs/1-a" +
+                                run["attempts"][1]["id"].get<std::string>() + "/events.jsonl");
+  json start = json::parse(events.substr(0, events.find('\n')));
+  EXPECT_EQ(start["resumed_from"]["step"], resumed) << start.dump();
+  // The exported curve: steps 0..steps, each once; up to the checkpoint they are a's points.
+  ProcessResult exported = Cli({"export", "1", "--format", "jsonl"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  json line = json::parse(exported.out.substr(0, exported.out.find('\n')));
+  const json& points = line["points"];
+  ASSERT_EQ(points.size(), size_t(steps + 1)) << "every step once";
+  for (int s = 0; s <= steps; ++s) ASSERT_EQ(points[size_t(s)]["step"], s);
+  const std::string first_attempt = run["attempts"][0]["id"].get<std::string>();
+  EXPECT_EQ(Count("SELECT count(*) FROM metrics WHERE step <= " + std::to_string(resumed) +
+                  " AND attempt_id = " + first_attempt),
+            resumed + 1);
+  // Training time: a's up to the checkpoint plus b's timed steps after it.
+  const int untimed = json::parse(run["config_json"].get<std::string>())["untimed_steps"];
+  double b_timed = 0;
+  for (int s = int(resumed) + 1; s <= steps; ++s) {
+    if (s > untimed) {
+      b_timed += points[size_t(s)]["step_ms"].get<double>();
+    }
+  }
+  const double at_checkpoint = points[size_t(resumed)]["train_time_ms"].get<double>();
+  const double total = line["summary"]["train_time_ms"].get<double>();
+  EXPECT_GT(at_checkpoint, 0);
+  EXPECT_NEAR(total, at_checkpoint + b_timed, 1e-6 * total);
+  EXPECT_DOUBLE_EQ(points[size_t(steps)]["train_time_ms"].get<double>(), total);
+}
+
 }  // namespace
 }  // namespace ablate::testing

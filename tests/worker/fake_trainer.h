@@ -3,6 +3,8 @@
 //   fake.steps (5), fake.val_every (2), fake.exit (0; 1 = failure, 3 = NaN), fake.hang (false:
 //   after the steps, wait for SIGTERM), fake.ignore_term (false), fake.stderr_lines (0),
 //   fake.step_sleep (0 s), fake.stderr_line_bytes (0: each stderr line padded to this length). It writes pid and env.json (argv, CUDA_VISIBLE_DEVICES) in its cwd.
+// With --resume DIR it goes on from the newest ckpt-<steps>.safetensors name in DIR (the file is
+// not read), saying so in its start event's resumed_from, as ablate-train does.
 #ifndef ABLATE_TESTS_WORKER_FAKE_TRAINER_H_
 #define ABLATE_TESTS_WORKER_FAKE_TRAINER_H_
 
@@ -15,7 +17,7 @@
 namespace ablate::worker::testing {
 
 inline constexpr const char* kFakeTrainer = R"PY(#!/usr/bin/python3
-import json, os, signal, sys, time
+import json, os, re, signal, sys, time
 args = sys.argv[1:]
 cfg = json.load(open(args[args.index("--config") + 1]))
 f = cfg.get("fake", {})
@@ -33,7 +35,15 @@ def emit(**e):
 def end(status, steps, train_ms, final=None, ttt=None, tstep=None):
     emit(event="end", status=status, final_val_loss=final, time_to_target_ms=ttt,
          target_step=tstep, steps=steps, train_ms=train_ms)
-emit(event="start", config=cfg, backend="cpu")
+resumed = None
+if "--resume" in args:
+    d = args[args.index("--resume") + 1]
+    done = sorted(int(m.group(1)) for m in
+                  (re.fullmatch(r"ckpt-(\d+)\.safetensors", n) for n in os.listdir(d)) if m)
+    if done:
+        resumed = {"step": done[-1], "path": os.path.join(d, "ckpt-%08d.safetensors" % done[-1]),
+                   "train_ms": 0.0}
+emit(event="start", config=cfg, backend="cpu", resumed_from=resumed)
 for i in range(f.get("stderr_lines", 0)):
     line = "stderr line %d" % i
     if f.get("stderr_line_bytes"):
@@ -41,7 +51,7 @@ for i in range(f.get("stderr_lines", 0)):
     print(line, file=sys.stderr)
 sys.stderr.flush()
 steps, val_every, train_ms = f.get("steps", 5), f.get("val_every", 2), 0.0
-for s in range(steps):
+for s in range(resumed["step"] if resumed else 0, steps):
     if stop:
         end("cancelled", s, train_ms); sys.exit(0)
     if val_every and s % val_every == 0:

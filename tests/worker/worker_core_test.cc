@@ -86,8 +86,9 @@ Summary Summarize(const std::vector<v1::WorkerMessage>& sent) {
 
 class WorkerCoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<WorkerCore> MakeCore() {
+  std::unique_ptr<WorkerCore> MakeCore(const std::string& checkpoint_dir = "") {
     WorkerCoreOptions o;
+    o.checkpoint_dir = checkpoint_dir;
     o.work_dir = dir_.path() + "/work";
     o.data_dir = dir_.path() + "/data";
     o.trainer_path = ablate::worker::testing::WriteFakeTrainer(dir_.path());
@@ -415,6 +416,74 @@ TEST_F(WorkerCoreTest, MultiNodeRankZeroSendsTheMetricPoints) {
   EXPECT_EQ(s.seqs.back(), -1);
   EXPECT_EQ(s.status, "ok");
   core->Shutdown();
+}
+
+// A sweep with checkpoint_every: the trainer writes into ROOT/run-<id>, resumes from the newest
+// checkpoint within the stored curve (Assignment.resume_max_step), and every batch says so.
+TEST_F(WorkerCoreTest, ResumesFromTheNewestCheckpointTheStoredCurveReaches) {
+  const std::string root = dir_.path() + "/shared", run = root + "/run-10";
+  std::filesystem::create_directories(run);
+  for (const char* name : {"ckpt-00000003.safetensors", "ckpt-00000002.safetensors",
+                           "ckpt-00000009.safetensors", "ckpt-00000004.safetensors.tmp.77"}) {
+    ablate::testing::WriteFile(run + "/" + name, "x");
+  }
+  auto core = MakeCore(root);
+  v1::Assignment a = Assign(21, {{"steps", 8}, {"val_every", 0}});
+  a.set_checkpoint_every_ms(90000);
+  a.set_resume_max_step(5);  // the coordinator holds the points up to step 5
+  core->HandleAssignment(a);
+  ASSERT_TRUE(sink_.WaitFinished(seconds(20)));
+  std::vector<std::string> argv = TrainerArgv(dir_.path() + "/work/runs/10-a21");
+  EXPECT_TRUE(Contains(argv, {"--checkpoint-dir", run, "--checkpoint-every", "90s", "--resume", run}))
+      << nlohmann::json(argv).dump();
+  EXPECT_TRUE(std::filesystem::exists(run + "/ckpt-00000003.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(run + "/ckpt-00000009.safetensors")) << "ahead of the curve";
+  EXPECT_FALSE(std::filesystem::exists(run + "/ckpt-00000004.safetensors.tmp.77"));
+  Summary s = Summarize(sink_.Sent());
+  EXPECT_EQ(s.train_steps, Range(4, 8));
+  EXPECT_EQ(s.status, "ok");
+  int batches = 0;
+  for (const auto& m : sink_.Sent()) {
+    if (!m.has_metrics()) continue;
+    ++batches;
+    EXPECT_TRUE(m.metrics().has_resumed_from_step());
+    EXPECT_EQ(m.metrics().resumed_from_step(), 3);
+  }
+  EXPECT_GT(batches, 0);
+}
+
+TEST_F(WorkerCoreTest, AFreshAttemptWritesCheckpointsWithoutResuming) {
+  const std::string root = dir_.path() + "/shared";
+  auto core = MakeCore(root);
+  v1::Assignment a = Assign(22, {{"steps", 3}, {"val_every", 0}});
+  a.set_checkpoint_every_ms(1500);
+  core->HandleAssignment(a);
+  ASSERT_TRUE(sink_.WaitFinished(seconds(20)));
+  std::vector<std::string> argv = TrainerArgv(dir_.path() + "/work/runs/10-a22");
+  EXPECT_TRUE(Contains(argv, {"--checkpoint-dir", root + "/run-10", "--checkpoint-every", "1.500s"}));
+  EXPECT_FALSE(Contains(argv, {"--resume"}));
+  EXPECT_TRUE(std::filesystem::is_directory(root + "/run-10"));
+  EXPECT_EQ(Summarize(sink_.Sent()).train_steps, Range(1, 3));
+  for (const auto& m : sink_.Sent()) EXPECT_FALSE(m.has_metrics() && m.metrics().has_resumed_from_step());
+}
+
+TEST_F(WorkerCoreTest, WithoutACheckpointDirTheSweepsRequestIsIgnoredSayingSo) {
+  auto core = MakeCore();
+  v1::Assignment a = Assign(23, {{"steps", 2}, {"val_every", 0}});
+  a.set_checkpoint_every_ms(600000);
+  a.set_resume_max_step(1);
+  ::testing::internal::CaptureStderr();
+  core->HandleAssignment(a);
+  bool finished = sink_.WaitFinished(seconds(20));
+  std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(finished);
+  EXPECT_NE(log.find("the sweep asks for checkpoints every 600s, but this worker has no "
+                     "--checkpoint-dir: running without them"),
+            std::string::npos)
+      << log;
+  std::vector<std::string> argv = TrainerArgv(dir_.path() + "/work/runs/10-a23");
+  EXPECT_FALSE(Contains(argv, {"--checkpoint-dir"}));
+  EXPECT_FALSE(Contains(argv, {"--resume"}));
 }
 
 }  // namespace

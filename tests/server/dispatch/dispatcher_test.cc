@@ -62,10 +62,10 @@ class DispatcherTest : public ::testing::Test {
     dispatcher_ = std::make_unique<Dispatcher>(store_.get(), &feed_, o);
   }
 
-  int64_t Submit(int gpus_per_run, int seeds) {
+  int64_t Submit(int gpus_per_run, int seeds, const std::string& more = "") {
     std::string spec = "name: t\nbaseline: {preset: r9-shortcuts, scale: tiny}\nseeds: " +
                        std::to_string(seeds) + "\ngpus_per_run: " + std::to_string(gpus_per_run) +
-                       "\ndataset: d\n";
+                       "\ndataset: d\n" + more;
     absl::StatusOr<ExpandedSweep> e = ParseSweepSpec(spec, "t.yaml");
     EXPECT_TRUE(e.ok()) << e.status();
     return *store_->CreateSweep(e->sweep, e->variants, e->runs);
@@ -280,6 +280,70 @@ TEST_F(DispatcherTest, SilentWorkerLosesItsAttemptsAndStaleWritesAreRefused) {
   EXPECT_EQ(replies[0].ack().seq(), 1);
   EXPECT_EQ(dispatcher_->OnMetrics("b", current).size(), 1u) << "a resend is acknowledged again";
   EXPECT_EQ(store_->GetMetrics(first[0].run_id(), 0)->total_points, 1);
+}
+
+// Issue 17: a sweep's checkpoint_every reaches the worker in every Assignment; a requeued run's
+// Assignment says how far its stored curve reaches (a resume may not start beyond it), and the
+// new attempt's batches record where its trainer resumed.
+TEST_F(DispatcherTest, CheckpointSweepsTellWorkersThePeriodAndWhereAResumeMayStart) {
+  auto a = Connect(HelloOf("a", 0, 1));
+  Submit(0, 1, "checkpoint_every: 10m\n");
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> first = Assignments(a->Take());
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].checkpoint_every_ms(), 600000);
+  EXPECT_EQ(first[0].resume_max_step(), 0) << "nothing stored yet";
+  v1::MetricBatch batch;
+  batch.set_attempt_id(first[0].attempt_id());
+  batch.set_fencing_token(first[0].fencing_token());
+  batch.set_seq(1);
+  for (int step = 0; step <= 12; ++step) {
+    v1::MetricPoint* p = batch.add_points();
+    p->set_step(step);
+    if (step > 0) p->set_train_loss(5.0);
+    if (step % 10 == 0) p->set_val_loss(5.5);
+  }
+  ASSERT_EQ(dispatcher_->OnMetrics("a", batch).size(), 1u);
+  now_ += 1500;  // past the lease: a is lost, the run requeued
+  dispatcher_->ExpireLeases();
+  auto b = Connect(HelloOf("b", 0, 1));
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> second = Assignments(b->Take());
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].checkpoint_every_ms(), 600000);
+  EXPECT_EQ(second[0].resume_max_step(), 11) << "step 12 is stored without its validation";
+
+  v1::MetricBatch resumed;
+  resumed.set_attempt_id(second[0].attempt_id());
+  resumed.set_fencing_token(second[0].fencing_token());
+  resumed.set_seq(1);
+  resumed.set_resumed_from_step(10);
+  for (int step = 11; step <= 14; ++step) resumed.add_points()->set_step(step);
+  ASSERT_EQ(dispatcher_->OnMetrics("b", resumed).size(), 1u);
+  EXPECT_EQ(store_->GetAttempt(second[0].attempt_id())->resumed_from_step, 10);
+  std::vector<MetricPoint> curve = *store_->ListMetricPoints(second[0].run_id(), -1, 0);
+  ASSERT_EQ(curve.size(), 15u);
+  EXPECT_TRUE(curve[10].val_loss.has_value()) << "the first attempt's step 10";
+  EXPECT_FALSE(curve[12].train_loss.has_value()) << "the resumed attempt's step 12";
+
+  // A batch that says it resumed beyond the run's steps is refused and fails the attempt.
+  resumed.set_seq(2);
+  resumed.set_resumed_from_step(100000);
+  std::vector<v1::CoordinatorMessage> refused = dispatcher_->OnMetrics("b", resumed);
+  ASSERT_EQ(Cancels(refused).size(), 1u);
+  EXPECT_NE(Cancels(refused)[0].reason().find("resumed_from_step 100000 is outside"),
+            std::string::npos)
+      << Cancels(refused)[0].reason();
+}
+
+TEST_F(DispatcherTest, SweepsWithoutCheckpointsSendNone) {
+  auto a = Connect(HelloOf("a", 0, 1));
+  Submit(0, 1);
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> got = Assignments(a->Take());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].checkpoint_every_ms(), 0);
+  EXPECT_EQ(got[0].resume_max_step(), 0);
 }
 
 TEST_F(DispatcherTest, ReconnectKeepsHeldAttemptsAndNamesStaleOnes) {

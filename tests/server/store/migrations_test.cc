@@ -160,6 +160,26 @@ TEST(MigrationsTest, FailingMigrationLeavesPreviousVersion) {
   EXPECT_FALSE(b->Step().value_or(true)) << "the failed migration's DDL is rolled back";
 }
 
+// Migration numbers are handed to branches in parallel: a database that has 0001 and 0003 still
+// gets an 0002 merged after 0003 was applied.
+TEST(MigrationsTest, AMigrationMergedBelowTheNewestAppliedIsApplied) {
+  TempDir dir;
+  auto c = Connection::Open(dir.path() + "/m.db", ConnectionOptions{});
+  ASSERT_TRUE(c.ok());
+  const Migration before[] = {{1, "a", "CREATE TABLE a (x INTEGER)"},
+                              {3, "c", "CREATE TABLE c (x INTEGER)"}};
+  ASSERT_EQ(ApplyMigrations(**c, before, "m.db", 1).value(), 3);
+  const Migration after[] = {{1, "a", "CREATE TABLE a (x INTEGER)"},
+                             {2, "b", "CREATE TABLE b (x INTEGER)"},
+                             {3, "c", "CREATE TABLE c (x INTEGER)"}};
+  ASSERT_EQ(ApplyMigrations(**c, after, "m.db", 2).value(), 3) << "1 and 3 are not run again";
+  auto b = (**c).Prepare("SELECT 1 FROM sqlite_schema WHERE name = 'b'");
+  EXPECT_TRUE(b->Step().value_or(false));
+  auto rows = (**c).Prepare("SELECT count(*) FROM schema_migrations");
+  ASSERT_TRUE(rows->Step().value_or(false));
+  EXPECT_EQ(rows->Int(0), 3);
+}
+
 TEST(MigrationsTest, MemoryDatabaseMigrates) {
   auto store = OpenOrDie(":memory:");
   ASSERT_NE(store, nullptr);

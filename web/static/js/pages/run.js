@@ -64,12 +64,15 @@ function scriptSection(run, sweep) {
 
 function attempts(run) {
   const list = run.attempts ?? [];
-  const rows = list.map((a) => [a.number, a.worker_id, a.state, a.exit_code, a.error || '',
+  // resumed_from_step: the attempt went on from an earlier attempt's checkpoint (issue 17).
+  const rows = list.map((a) => [a.number, a.worker_id, a.state,
+    a.resumed_from_step != null ? `step ${a.resumed_from_step}` : '–', a.exit_code, a.error || '',
     fmtTime(num(a.started_ms)), fmtTime(num(a.finished_ms)),
     num(a.finished_ms) ? fmtDuration(num(a.finished_ms) - num(a.started_ms)) : '–']);
   const last = list[list.length - 1];
   return h('section', {id: 'attempts'}, h('h2', {}, 'Attempts'),
-    list.length ? table(['#', 'worker', 'state', 'exit', 'error', 'started', 'finished', 'took'], rows,
+    list.length ? table(['#', 'worker', 'state', 'resumed', 'exit', 'error', 'started', 'finished',
+      'took'], rows,
       {class: 'list'}) : h('p', {class: 'muted'}, 'Not started yet.'),
     h('h3', {}, 'stderr tail', last ? ` (attempt ${last.number})` : ''),
     last?.stderr_tail ? h('pre', {class: 'log', id: 'stderr-tail'}, last.stderr_tail)
