@@ -204,6 +204,7 @@ int Serve(const Flags& f) {
   ServiceHooks hooks;
   hooks.on_cancel = [&](const std::vector<int64_t>& runs) { dispatcher.CancelRuns(runs); };
   hooks.runs_by_worker = [&] { return dispatcher.RunsByWorker(); };
+  hooks.worker_allocations = [&] { return dispatcher.WorkerAllocations(); };
   hooks.waiting_reasons = [&] { return dispatcher.WaitingReasons(); };
   hooks.on_submit = [&] { dispatcher.Kick(); };
   std::unique_ptr<PoolManager> pool_manager;  // started once the port is known

@@ -72,6 +72,9 @@ absl::StatusOr<SlurmIdentity> ReadSlurmIdentity(
   id.allocation.set_node_index(static_cast<int>(*node));
   id.allocation.set_num_nodes(static_cast<int>(*nodes));
   id.allocation.set_pool(pool);
+  // The pilot runs the worker as an srun step; its trainers run inside that step.
+  const char* step = getenv("SLURM_STEP_ID");
+  id.allocation.set_step_id(step ? step : "");
   id.worker_id = SlurmWorkerId(id.allocation);
   id.gpu_indices = *std::move(gpus);
   return id;

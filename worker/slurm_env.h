@@ -22,7 +22,8 @@ struct SlurmIdentity {
 };
 
 // Reads SLURM_JOB_ID, SLURM_CLUSTER_NAME, SLURM_RESTART_COUNT, SLURM_NODEID,
-// SLURM_JOB_NUM_NODES and CUDA_VISIBLE_DEVICES through `getenv` (returns null when unset).
+// SLURM_JOB_NUM_NODES, SLURM_STEP_ID ("" when unset: not started by srun) and
+// CUDA_VISIBLE_DEVICES through `getenv` (returns null when unset).
 // FAILED_PRECONDITION when SLURM_JOB_ID is missing (not inside a Slurm job), INVALID_ARGUMENT
 // naming the variable when one is malformed.
 absl::StatusOr<SlurmIdentity> ReadSlurmIdentity(

@@ -143,6 +143,14 @@ struct Worker {
   TimestampMs registered_ms = 0;
 };
 
+// What the coordinator knows now (not stored) of a worker inside a Slurm allocation.
+struct WorkerAllocation {
+  std::string pool;        // "" for a worker started in Slurm by hand
+  int64_t job_id = 0;      // 0 outside Slurm
+  TimestampMs ends_ms = 0;  // when Slurm's time limit ends the allocation; 0 unknown
+  bool draining = false;   // takes no new runs
+};
+
 // One training step of one attempt. Optional fields are absent when the trainer did not report
 // them at that step (val_loss only at evaluations).
 struct MetricPoint {

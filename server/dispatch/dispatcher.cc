@@ -652,7 +652,14 @@ void Dispatcher::Assign(const Placement& p) {
     if (!limit.ok()) return;  // the store is failing; the run stays queued
     resume_max_step = *limit;
   }
-  absl::StatusOr<Attempt> attempt = store_->CreateAttempt(p.run_id, p.nodes[0].worker_id);
+  std::string step;  // node 0's: the attempt records the allocation its worker runs in
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto w = workers_.find(p.nodes[0].worker_id); w != workers_.end()) {
+      step = w->second.slurm_step;
+    }
+  }
+  absl::StatusOr<Attempt> attempt = store_->CreateAttempt(p.run_id, p.nodes[0].worker_id, step);
   if (!attempt.ok()) return;  // no longer queued (cancelled meanwhile)
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -142,6 +142,9 @@ class Dispatcher {
                                             int64_t seen_ms, const std::string& why);
   // The pool's connected workers by Slurm job id: how many runs each job's workers hold now.
   std::map<int64_t, int> RunsByAllocation(const std::string& pool) const;
+  // By worker id, for ListWorkers: each connected worker's Slurm allocation (pool, job, when it
+  // ends as the last squeue or its Hello said) and whether it drains; others are left out.
+  std::map<std::string, WorkerAllocation> WorkerAllocations() const;
 
   // One scheduling pass and one lease check (the loop calls these; tests may too).
   void ScheduleOnce();
@@ -189,6 +192,7 @@ class Dispatcher {
     int64_t slurm_job_id = 0;
     int slurm_restart = 0;
     std::string allocation;  // "cluster/job.restart"; "" outside Slurm
+    std::string slurm_step;  // the step the worker runs as (SLURM_STEP_ID); "" outside Slurm
     int64_t ends_ms = 0;
     int64_t registered_ms = 0;
     bool draining = false;

@@ -15,11 +15,13 @@ void Dispatcher::NoteSlurm(const v1::Hello& hello, int64_t now, WorkerState* w) 
   w->pool.clear();
   w->allocation.clear();
   w->slurm_job_id = 0;
+  w->slurm_step.clear();
   if (!hello.has_slurm()) return;
   const v1::SlurmAllocation& s = hello.slurm();
   w->pool = s.pool();
   w->slurm_job_id = s.job_id();
   w->slurm_restart = s.restart_count();
+  w->slurm_step = s.step_id();
   w->allocation = SlurmWorkerRef{s.cluster(), s.job_id(), s.restart_count(), 0}.allocation();
   if (s.end_time_ms() > 0) w->ends_ms = s.end_time_ms();
 }
@@ -115,6 +117,16 @@ std::map<int64_t, int> Dispatcher::RunsByAllocation(const std::string& pool) con
   for (const auto& [worker_id, w] : workers_) {
     if (w.pool != pool || w.slurm_job_id == 0 || w.fenced) continue;
     out[w.slurm_job_id] += static_cast<int>(w.attempts.size());
+  }
+  return out;
+}
+
+std::map<std::string, WorkerAllocation> Dispatcher::WorkerAllocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, WorkerAllocation> out;
+  for (const auto& [worker_id, w] : workers_) {
+    if (!w.session || (w.slurm_job_id == 0 && !w.draining)) continue;  // connected ones only
+    out[worker_id] = {w.pool, w.slurm_job_id, w.slurm_job_id ? w.ends_ms : 0, w.draining};
   }
   return out;
 }

@@ -116,8 +116,7 @@ int64_t PoolManager::slurm_calls() const {
 
 void PoolManager::PollOnce() {
   const int64_t seen_ms = options_.clock ? options_.clock() : SystemNowMs();
-  CommandOutput q = Slurm({"squeue", "-h", "--name=" + PilotJobName(options_.coordinator_id),
-                           "-O", kSqueueFormat});
+  CommandOutput q = Slurm(SqueueArgs(PilotJobName(options_.coordinator_id)));
   absl::StatusOr<std::vector<SlurmJob>> jobs =
       q.exit_code == 0 ? ParseSqueue(q.out)
                        : absl::StatusOr<std::vector<SlurmJob>>(
@@ -169,13 +168,9 @@ void PoolManager::PollOnce() {
     PoolState& st = next[name];
     st.config = config;
     std::map<int64_t, int> busy = dispatcher_->RunsByAllocation(name);
-    std::vector<HeldAllocation> held;
-    for (const SlurmJob& j : by_pool[name]) {
-      st.pilots.push_back({j, tags[j.id], busy[j.id]});
-      if (j.pending() || j.running()) held.push_back({j.id, tags[j.id].nodes, j.pending()});
-    }
+    for (const SlurmJob& j : by_pool[name]) st.pilots.push_back({j, tags[j.id], busy[j.id]});
     ScalerDecision d = ScalePool({config.gpus_per_node, config.worker.cpu_slots, config.max_nodes},
-                             runs[name], held);
+                                 runs[name], HeldAllocations(by_pool[name]));
     st.wanted = d.wanted;
     st.unplaceable = d.unplaceable;
     st.waiting = PendingReason(name, st.pilots);
@@ -216,9 +211,7 @@ void PoolManager::LogFinalStates(const std::set<int64_t>& gone) {
     std::lock_guard<std::mutex> lock(mu_);
     if (gone.empty() || !accounting_) return;
   }
-  std::string ids;
-  for (int64_t id : gone) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  CommandOutput out = Slurm({"sacct", "-n", "-P", "-X", "-j", ids, "-o", "JobID,State,ExitCode"});
+  CommandOutput out = Slurm(SacctArgs({gone.begin(), gone.end()}));
   if (out.exit_code != 0) {
     if (AccountingDisabled(out.err)) {
       Log("the cluster keeps no accounting: pilots that leave the queue are taken as ended");

@@ -29,6 +29,16 @@ int NodesPerRun(const ScalerPool& pool, int gpus_per_run) {
   return gpus_per_run / pool.gpus_per_node;
 }
 
+std::vector<HeldAllocation> HeldAllocations(const std::vector<SlurmJob>& pilots) {
+  std::vector<HeldAllocation> held;
+  for (const SlurmJob& j : pilots) {
+    if (!j.pending() && !j.running()) continue;
+    std::optional<PilotTag> tag = ParsePilotTag(j.comment);
+    held.push_back({j.id, tag ? tag->nodes : j.nodes, j.pending()});
+  }
+  return held;
+}
+
 ScalerDecision ScalePool(const ScalerPool& pool, const std::vector<int>& runs,
                      const std::vector<HeldAllocation>& held) {
   ScalerDecision d;

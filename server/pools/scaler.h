@@ -16,6 +16,8 @@
 #include <map>
 #include <vector>
 
+#include "server/pools/slurm_output.h"
+
 namespace ablate {
 
 struct ScalerPool {
@@ -36,6 +38,11 @@ struct ScalerDecision {
   std::map<int, int> wanted;         // node count -> allocations the runs want (for display)
   std::vector<int> unplaceable;      // gpus_per_run values no pilot of this pool can hold
 };
+
+// What one pool's pilots, as squeue lists them, hold: each pending or running job with the node
+// count its comment (PilotTag) names, or squeue's when the comment is not a pilot's; jobs in any
+// other state (COMPLETING, ...) hold nothing the scaler can count on.
+std::vector<HeldAllocation> HeldAllocations(const std::vector<SlurmJob>& pilots);
 
 // `runs`: the gpus_per_run of every run of the pool that wants to run now (queued, or assigned
 // or running already), at most max_concurrent per sweep. A gang size that is not a whole number

@@ -74,6 +74,16 @@ absl::StatusOr<SlurmJob> SqueueLine(std::string_view line, size_t n) {
 
 }  // namespace
 
+std::vector<std::string> SqueueArgs(const std::string& job_name) {
+  return {"squeue", "-h", "--name=" + job_name, "-O", kSqueueFormat};
+}
+
+std::vector<std::string> SacctArgs(const std::vector<int64_t>& job_ids) {
+  std::string ids;
+  for (int64_t id : job_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  return {"sacct", "-n", "-P", "-X", "-j", ids, "-o", "JobID,State,ExitCode"};
+}
+
 absl::StatusOr<std::vector<SlurmJob>> ParseSqueue(std::string_view text) {
   std::vector<SlurmJob> jobs;
   size_t n = 0;

@@ -21,6 +21,11 @@ inline constexpr char kSqueueFormat[] =
     "JobID:|,State:|,Reason:|,NumNodes:|,TimeLeft:|,NodeList:|,Name:|,Comment:|,RestartCnt:|,"
     "Partition:";
 
+// The coordinator's one squeue call per poll: its pilots (by job name), in kSqueueFormat.
+std::vector<std::string> SqueueArgs(const std::string& job_name);
+// The one sacct call for the pilots that left the queue: their allocations' final states.
+std::vector<std::string> SacctArgs(const std::vector<int64_t>& job_ids);
+
 struct SlurmJob {
   int64_t id = 0;
   std::string state;   // PENDING, RUNNING, CONFIGURING, COMPLETING, REQUEUED, ...

@@ -345,10 +345,16 @@ grpc::Status AblateServiceImpl::ListWorkers(grpc::ServerContext* ctx, const v1::
   if (!workers.ok()) return ToGrpc(workers.status());
   std::map<std::string, std::vector<int64_t>> runs;
   if (hooks_.runs_by_worker) runs = hooks_.runs_by_worker();
+  std::map<std::string, WorkerAllocation> allocations;
+  if (hooks_.worker_allocations) allocations = hooks_.worker_allocations();
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   for (const Worker& w : *workers) {
     v1::Worker* out = resp->add_workers();
     ToProto(w, out);
     for (int64_t r : runs[w.id]) out->add_run_ids(r);
+    if (auto a = allocations.find(w.id); a != allocations.end()) ToProto(a->second, now, out);
   }
   return grpc::Status::OK;
 }

@@ -24,6 +24,8 @@ struct ServiceHooks {
   std::function<void()> on_submit;
   // Runs each connected worker executes now.
   std::function<std::map<std::string, std::vector<int64_t>>()> runs_by_worker;
+  // By worker id: Slurm pilots' allocations and draining workers (ListWorkers).
+  std::function<std::map<std::string, WorkerAllocation>()> worker_allocations;
   // Why queued runs wait, by run id, from the last scheduling pass ("no connected worker has
   // dataset 'fineweb10B'"). GetSweep sums them up in Sweep.waiting_reasons.
   std::function<std::map<int64_t, std::string>()> waiting_reasons;

@@ -177,6 +177,15 @@ void ToProto(const Worker& in, v1::Worker* out) {
   }
 }
 
+void ToProto(const WorkerAllocation& in, int64_t now_ms, v1::Worker* out) {
+  out->set_draining(in.draining);
+  if (in.job_id == 0) return;
+  out->set_slurm_pool(in.pool);
+  out->set_slurm_job_id(in.job_id);
+  out->set_slurm_time_left_s(in.ends_ms > 0 ? std::max<int64_t>(0, in.ends_ms - now_ms) / 1000
+                                            : -1);
+}
+
 void ToProto(const MetricPoint& in, v1::MetricPoint* out) {
   out->set_step(in.step);
   if (in.train_loss) out->set_train_loss(*in.train_loss);

@@ -34,6 +34,8 @@ void ToProto(const Run& in, v1::Run* out);
 void ToProto(const RunSummary& in, v1::RunSummary* out);
 void ToProto(const Attempt& in, v1::Attempt* out);
 void ToProto(const Worker& in, v1::Worker* out);
+// A worker's allocation as of `now_ms` (wall clock): pool, job id, seconds left (-1 unknown).
+void ToProto(const WorkerAllocation& in, int64_t now_ms, v1::Worker* out);
 void ToProto(const MetricPoint& in, v1::MetricPoint* out);
 void ToProto(const Event& in, v1::Event* out);
 

@@ -152,8 +152,10 @@ class Store {
   // --- Attempts (fencing) --------------------------------------------------------------------
   // Assigns a queued run to a worker: a new attempt whose number and fencing token are one more
   // than the run's previous ones; the run becomes assigned with this as its current attempt.
-  // FAILED_PRECONDITION when the run is not queued.
-  absl::StatusOr<Attempt> CreateAttempt(int64_t run_id, const std::string& worker_id);
+  // FAILED_PRECONDITION when the run is not queued. A Slurm pilot's attempt records the job its
+  // worker id names and `slurm_step_id`, the step the worker runs as ("" outside Slurm).
+  absl::StatusOr<Attempt> CreateAttempt(int64_t run_id, const std::string& worker_id,
+                                        const std::string& slurm_step_id = "");
   absl::StatusOr<Attempt> GetAttempt(int64_t attempt_id) const;
   // In attempt-number order.
   absl::StatusOr<std::vector<Attempt>> ListAttempts(int64_t run_id) const;

@@ -92,7 +92,7 @@ absl::Status WriteSummary(Connection& c, int64_t run_id, const RunSummary& s) {
 }
 
 absl::StatusOr<Attempt> CreateAttemptTx(Connection& c, int64_t run_id, const std::string& worker_id,
-                                        TimestampMs now) {
+                                        const std::string& slurm_step_id, TimestampMs now) {
   STORE_ASSIGN_OR_RETURN(Run run, LoadRun(c, run_id));
   if (run.state != RunState::kQueued) {
     return absl::FailedPreconditionError(
@@ -112,11 +112,13 @@ absl::StatusOr<Attempt> CreateAttemptTx(Connection& c, int64_t run_id, const std
   STORE_ASSIGN_OR_RETURN(
       Statement insert,
       c.Prepare("INSERT INTO attempts (run_id, number, fencing_token, worker_id, state, "
-                "started_ms, slurm_job_id) VALUES (?, ?, ?, ?, 'assigned', ?, ?)"));
+                "started_ms, slurm_job_id, slurm_step_id) VALUES (?, ?, ?, ?, 'assigned', ?, ?, ?)"));
   // A Slurm pilot's id names its allocation: the attempt records the job it runs in.
   std::optional<SlurmWorkerRef> slurm = ParseSlurmWorkerId(worker_id);
   a.slurm_job_id = slurm ? slurm->job_id : 0;
-  insert.BindAll(a.run_id, a.number, a.fencing_token, a.worker_id, a.started_ms, a.slurm_job_id);
+  a.slurm_step_id = slurm ? slurm_step_id : "";
+  insert.BindAll(a.run_id, a.number, a.fencing_token, a.worker_id, a.started_ms, a.slurm_job_id,
+                 a.slurm_step_id);
   STORE_RETURN_IF_ERROR(insert.Run());
   a.id = c.LastInsertId();
   RunUpdate u = UpdateOf(run);
@@ -225,10 +227,12 @@ absl::StatusOr<Run> LoseTx(Connection& c, int64_t attempt_id, const std::string&
 
 }  // namespace
 
-absl::StatusOr<Attempt> Store::CreateAttempt(int64_t run_id, const std::string& worker_id) {
+absl::StatusOr<Attempt> Store::CreateAttempt(int64_t run_id, const std::string& worker_id,
+                                             const std::string& slurm_step_id) {
   if (worker_id.empty()) return absl::InvalidArgumentError("empty worker id");
   TimestampMs now = Now();
-  return Write<Attempt>([&](Connection& c) { return CreateAttemptTx(c, run_id, worker_id, now); });
+  return Write<Attempt>(
+      [&](Connection& c) { return CreateAttemptTx(c, run_id, worker_id, slurm_step_id, now); });
 }
 
 absl::StatusOr<Attempt> Store::GetAttempt(int64_t attempt_id) const {

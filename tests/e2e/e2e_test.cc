@@ -72,7 +72,7 @@ class E2eTest : public ::testing::Test {
     coordinator_ = std::make_unique<Subprocess>(
         std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", listen, "--data-dir",
                                  root_.path(), "--port-file", root_.path() + "/port",
-                                 "--lease-ms", "4000", "--heartbeat-ms", "200",
+                                 "--lease-ms", lease_ms_, "--heartbeat-ms", "200",
                                  "--cancel-grace-ms", "2000", "--http", "127.0.0.1:0"},
         root_.path());
     for (int i = 0; i < 500 && !fs::exists(root_.path() + "/port"); ++i) {
@@ -179,6 +179,7 @@ class E2eTest : public ::testing::Test {
   static bool Is(const json& run, const std::string& state) { return run["state"] == state; }
 
   TempDir root_;
+  std::string lease_ms_ = "4000";  // set before SetUp to change it
   std::unique_ptr<Subprocess> coordinator_;
   std::string address_;
 };
@@ -535,6 +536,43 @@ TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
   EXPECT_GT(at_checkpoint, 0);
   EXPECT_NEAR(total, at_checkpoint + b_timed, 1e-6 * total);
   EXPECT_DOUBLE_EQ(points[size_t(steps)]["train_time_ms"].get<double>(), total);
+
+// A lease long enough that a requeue seen within seconds cannot come from it.
+class E2eLongLeaseTest : public E2eTest {
+ protected:
+  E2eLongLeaseTest() { lease_ms_ = "120000"; }
+};
+
+TEST_F(E2eLongLeaseTest, WorkerGivenSigtermReleasesItsRunAtOnceUncharged) {
+  // A plain worker (no Slurm) told to stop gives its attempt back before its stream closes: the
+  // run is requeued at once, not after the 120 s lease, and not charged (max_attempts 1: a
+  // charged attempt would fail the run).
+  auto a = StartWorker("a", 1);
+  Submit(Spec("sigterm", 60, 1, /*max_attempts=*/1));
+  WaitRun(1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  a->Signal(SIGTERM);
+  json run = WaitRun(1, [](const json& r) {
+    return !r["attempts"].empty() && r["attempts"][0]["state"] != "running";
+  }, 60s);
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped_at, 45s)
+      << "requeued by the lease (120 s), not by the worker's release";
+  ASSERT_EQ(run["attempts"][0]["state"], "lost") << run.dump();
+  EXPECT_EQ(run["state"], "RUN_QUEUED") << run.dump();
+  EXPECT_EQ(run["attempts_used"], 0) << "a released attempt is not charged";
+  EXPECT_TRUE(a->Wait(30s)) << "the worker did not exit after SIGTERM";
+  EXPECT_NE(a->Stderr().find("releasing 1 attempt(s) (worker received SIGTERM)"),
+            std::string::npos)
+      << a->Stderr();
+  EXPECT_NE(coordinator_->Stderr().find("released (worker received SIGTERM)"), std::string::npos)
+      << coordinator_->Stderr();
+  auto b = StartWorker("b", 1);
+  run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
+  EXPECT_EQ(run["worker_id"], "b");
+  EXPECT_EQ(run["attempts_used"], 0);
+  ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
+  // Steps 0..60 of the new attempt.
+  EXPECT_EQ(AttemptMetricRows(run["attempts"][1]["id"].get<std::string>()), 61);
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 // reason, where Slurm is not installed or the tests do not run as root.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -59,7 +61,7 @@ class PoolE2eTest : public ::testing::Test {
                                 fs::perms::group_read);
     fs::create_directories(Root() + "/slurm");
     std::string error;
-    cluster_ = SlurmCluster::Start(Root() + "/slurm", {}, &error);
+    cluster_ = SlurmCluster::Start(Root() + "/slurm", cluster_options_, &error);
     ASSERT_NE(cluster_, nullptr) << error;
     ProcessResult data =
         RunProcess({"/bin/bash", ABLATE_SOURCE_DIR "/tests/data/make_debian_text.sh",
@@ -91,13 +93,14 @@ class PoolE2eTest : public ::testing::Test {
   const std::string& Root() const { return root_.path(); }
 
   // The pools file: one pool 'lab' on partition gpu, pilots running this build's worker.
-  std::string PoolsFile(const std::vector<std::string>& worker_args, int max_nodes = 4) {
+  std::string PoolsFile(const std::vector<std::string>& worker_args, int max_nodes = 4,
+                        const std::string& idle_exit = "3s") {
     std::string args;
     for (const std::string& a : worker_args) args += (args.empty() ? "" : ", ") + json(a).dump();
     std::string path = Root() + "/pools.yaml";
     WriteFile(path, "pools:\n  - name: lab\n    kind: slurm\n    partition: gpu\n"
                     "    gpus_per_node: 8\n    max_nodes: " + std::to_string(max_nodes) +
-                        "\n    idle_exit: 3s\n    worker: {binary: " ABLATE_WORKER_BIN
+                        "\n    time_limit: 30:00\n    idle_exit: " + idle_exit + "\n    worker: {binary: " ABLATE_WORKER_BIN
                         ", work_dir: " + Root() + "/pilots, data_dir: " + Root() +
                         "/datasets, cpu_slots: 1, args: [" + args + "]}\n");
     return path;
@@ -127,6 +130,28 @@ class PoolE2eTest : public ::testing::Test {
   }
   static bool Succeeded(const json& r) { return r["state"] == "RUN_SUCCEEDED"; }
 
+  // The first column of the first row of `sql` on the coordinator's database (read-only; WAL
+  // lets it read while the coordinator writes); -1 when it cannot be read.
+  int64_t Query(const std::string& sql) {
+    sqlite3* db = nullptr;
+    const std::string path = Root() + "/ablate.db";
+    int64_t n = -1;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_busy_timeout(db, 5000);
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
+          sqlite3_step(st) == SQLITE_ROW) {
+        n = sqlite3_column_int64(st, 0);
+      }
+      sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return n;
+  }
+  int64_t MetricRows(int run_id) {
+    return Query("SELECT count(*) FROM metrics WHERE run_id = " + std::to_string(run_id));
+  }
+
   // The pilot jobs Slurm still has (squeue, this cluster).
   std::vector<std::string> Jobs() {
     ProcessResult q = cluster_->Run({"squeue", "-h", "-o", "%i %D %T"});
@@ -147,7 +172,25 @@ class PoolE2eTest : public ::testing::Test {
     return false;
   }
 
+  // The processes of Slurm job `job` on this machine (their environment names it), found in
+  // /proc: the tasks a killed slurmd leaves running.
+  static std::vector<pid_t> JobProcesses(int64_t job) {
+    std::vector<pid_t> out;
+    const std::string wanted = "SLURM_JOB_ID=" + std::to_string(job);
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string env = ReadFile(e.path().string() + "/environ");
+      std::replace(env.begin(), env.end(), '\0', '\n');
+      if (("\n" + env + "\n").find("\n" + wanted + "\n") != std::string::npos) {
+        out.push_back(static_cast<pid_t>(std::stol(name)));
+      }
+    }
+    return out;
+  }
+
   TempDir root_;
+  SlurmClusterOptions cluster_options_;  // set before SetUp to change it
   std::string address_;
   std::unique_ptr<SlurmCluster> cluster_;
   std::unique_ptr<Subprocess> coordinator_;
@@ -205,6 +248,28 @@ TEST_F(PoolE2eTest, ScancelOfAPilotRequeuesItsRunAtOnceUncharged) {
   ASSERT_EQ(run["attempts"].size(), 1u) << run.dump();
   const int64_t job = Int(run["attempts"][0]["slurm_job_id"]);
   ASSERT_GT(job, 0);
+  EXPECT_EQ(run["attempts"][0]["slurm_step_id"], "0") << "the pilot's srun step runs the trainer";
+  const std::string worker = run["worker_id"];
+  // `ablate workers` and `ablate run` show where it runs: the pool, the job (and step), the time
+  // left once squeue has said (time_limit 30:00).
+  json w = cli_.WaitFor({"workers"}, [&](const json& ws) {
+    for (const json& x : ws["workers"]) {
+      if (x["id"] == worker) return Int(x["slurm_time_left_s"]) > 0;
+    }
+    return false;
+  }, 30s);
+  for (const json& x : w["workers"]) {
+    if (x["id"] != worker) continue;
+    EXPECT_EQ(x["slurm_pool"], "lab");
+    EXPECT_EQ(Int(x["slurm_job_id"]), job);
+    EXPECT_LE(Int(x["slurm_time_left_s"]), 30 * 60);
+  }
+  ProcessResult text = cli_.Run({"workers"});
+  EXPECT_NE(text.out.find("pool lab, job " + std::to_string(job) + ", "), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find(" left"), std::string::npos) << text.out;
+  text = cli_.Run({"run", "1"});
+  EXPECT_NE(text.out.find(" " + std::to_string(job) + ".0 "), std::string::npos) << text.out;
   auto cancelled_at = std::chrono::steady_clock::now();
   ProcessResult c = cluster_->Run({"scancel", std::to_string(job)});
   ASSERT_EQ(c.exit_code, 0) << c.err;
@@ -268,6 +333,143 @@ TEST_F(PoolE2eTest, PreemptedPilotDrainsAndItsRunIsRequeuedUncharged) {
   run = WaitRun(1, Succeeded, 300s);
   EXPECT_EQ(run.value("attempts_used", 0), 0);
   EXPECT_EQ(run["attempts"].size(), 2u);
+}
+
+TEST_F(PoolE2eTest, RestartedCoordinatorFindsItsAllocationsAndLosesNoPoint) {
+  // idle_exit 60 s: a pilot waiting for its next run while the coordinator is down or busy
+  // restarting must not leave, or a new allocation would be needed for a reason other than
+  // the restart. Lease 60 s: nothing is requeued by the lease while the coordinator is away.
+  StartCoordinator(PoolsFile({"--grace-ms", "2000"}, /*max_nodes=*/2, "60s"), "60000");
+  const std::string fixed = address_.substr(address_.rfind(':') + 1);
+  cli_.Submit(Root() + "/spec.yaml", CpuSpec("restart", 4, 60));
+  // Mid-sweep: a run in a pilot with points stored, the other pilot asked for, and no run just
+  // being assigned (an Assignment the coordinator dies before sending is requeued by the lease).
+  std::set<std::string> before;
+  std::set<int> running_at_kill;
+  auto deadline = std::chrono::steady_clock::now() + 180s;
+  bool mid_run = false;
+  while (!mid_run && std::chrono::steady_clock::now() < deadline) {
+    bool assigning = false;
+    running_at_kill.clear();
+    for (int id = 1; id <= 4; ++id) {
+      json r = cli_.Json({"run", std::to_string(id)});
+      if (!r.is_object()) continue;
+      assigning = assigning || r["state"] == "RUN_ASSIGNED";
+      if (r["state"] != "RUN_RUNNING") continue;
+      running_at_kill.insert(id);
+      mid_run = mid_run || MetricRows(id) >= 3;
+    }
+    before.clear();
+    for (const std::string& j : Jobs()) before.insert(j.substr(0, j.find(' ')));
+    mid_run = mid_run && !assigning && before.size() == 2;
+    if (!mid_run) std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(mid_run) << "no run stored points with both pilots asked for";
+  coordinator_->Signal(SIGKILL);
+  coordinator_->Wait(10s);
+  std::this_thread::sleep_for(1500ms);  // the trainers go on; the workers keep their points
+  StartCoordinator(PoolsFile({"--grace-ms", "2000"}, /*max_nodes=*/2, "60s"), "60000",
+                   "127.0.0.1:" + fixed);
+  ASSERT_EQ(address_, "127.0.0.1:" + fixed);
+  // It finds its allocations again: `ablate pools` lists them, and it asks Slurm for no other.
+  cli_.WaitFor({"pools"}, [&](const json& p) {
+    std::set<std::string> seen;
+    for (const json& a : p["pools"][0]["allocations"]) seen.insert(std::to_string(Int(a["job_id"])));
+    return seen == before;
+  }, 60s);
+  std::set<std::string> after;
+  for (int id = 1; id <= 4; ++id) {
+    json run;
+    auto until = std::chrono::steady_clock::now() + 240s;
+    while (std::chrono::steady_clock::now() < until) {
+      for (const std::string& j : Jobs()) after.insert(j.substr(0, j.find(' ')));
+      run = cli_.Json({"run", std::to_string(id)});
+      if (run.is_object() && Succeeded(run)) break;
+      std::this_thread::sleep_for(200ms);
+    }
+    ASSERT_TRUE(Succeeded(run)) << run.dump();
+    EXPECT_EQ(run.value("attempts_used", 0), 0);
+    const json& attempts = run["attempts"];
+    if (running_at_kill.count(id)) {
+      EXPECT_EQ(attempts.size(), 1u) << "run " << id << " restarted: " << run.dump();
+    }
+    for (size_t i = 0; i + 1 < attempts.size(); ++i) {
+      EXPECT_EQ(attempts[i]["state"], "lost") << run.dump();
+    }
+    const json& last = attempts.back();
+    EXPECT_TRUE(before.count(std::to_string(Int(last["slurm_job_id"]))))
+        << "run " << id << " ran in a new allocation: " << run.dump();
+    // Steps 0..60 of the attempt that succeeded, each once.
+    const std::string attempt = std::to_string(Int(last["id"]));
+    EXPECT_EQ(Query("SELECT count(*) FROM metrics WHERE attempt_id = " + attempt), 61)
+        << "run " << id;
+    EXPECT_EQ(Query("SELECT count(DISTINCT step) FROM metrics WHERE attempt_id = " + attempt), 61)
+        << "run " << id;
+  }
+  for (const std::string& job : after) {
+    EXPECT_TRUE(before.count(job)) << "job " << job << " was submitted after the restart";
+  }
+  EXPECT_EQ(coordinator_->Stderr().find("submitted pilot job"), std::string::npos)
+      << coordinator_->Stderr();
+}
+
+// Slurm declares a node dead SlurmdTimeout after its slurmd stops answering (reference/slurm.md
+// §2): 10 s here instead of 30, so that the test waits less.
+class PoolNodeFailureE2eTest : public PoolE2eTest {
+ protected:
+  PoolNodeFailureE2eTest() { cluster_options_.slurmd_timeout_s = 10; }
+};
+
+TEST_F(PoolNodeFailureE2eTest, KilledSlurmdRequeuesItsRunWhenSlurmMarksTheNodeDown) {
+  // A slurmd killed mid-run: its node's tasks (the pilot's worker and trainer) go on and the
+  // worker keeps its lease (120 s), so only Slurm can tell the coordinator: once it marks the
+  // node down the allocation leaves the queue (NODE_FAIL, --no-requeue) and the next squeue
+  // fences the worker. The run is requeued uncharged and starts again in a new allocation.
+  StartCoordinator(PoolsFile({"--grace-ms", "2000"}, /*max_nodes=*/1), "120000");
+  cli_.Submit(Root() + "/spec.yaml", CpuSpec("node-fail", 1, 5000));
+  json run = WaitRun(1, [](const json& r) { return r["state"] == "RUN_RUNNING"; }, 120s);
+  ASSERT_EQ(run["attempts"].size(), 1u) << run.dump();
+  const int64_t job = Int(run["attempts"][0]["slurm_job_id"]);
+  ASSERT_GT(job, 0) << run.dump();
+  std::string node = cluster_->Run({"squeue", "-h", "-j", std::to_string(job), "-o", "%N"}).out;
+  node = node.substr(0, node.find('\n'));
+  ASSERT_TRUE(node == "n1" || node == "n2") << "pilot " << job << " on '" << node << "'";
+  const int index = node == "n1" ? 0 : 1;
+  const auto killed_at = std::chrono::steady_clock::now();
+  cluster_->KillNode(index);
+  run = WaitRun(1, [](const json& r) {
+    return !r["attempts"].empty() && r["attempts"][0]["state"] == "lost";
+  }, 100s);
+  const auto requeued_after = std::chrono::steady_clock::now() - killed_at;
+  ASSERT_EQ(run["attempts"][0]["state"], "lost") << run.dump();
+  EXPECT_LT(requeued_after, 100s) << "requeued by the lease (120 s), not when Slurm saw the node";
+  EXPECT_TRUE(cluster_->WaitNodeState(index, "down", 10s))
+      << "requeued before Slurm marked " << node << " down";
+  EXPECT_NE(coordinator_->Stderr().find("fenced: its Slurm allocation is no longer running"),
+            std::string::npos)
+      << coordinator_->Stderr();
+  EXPECT_EQ(run.value("attempts_used", 0), 0) << "a lost node is not the run's fault";
+  run = WaitRun(1, [](const json& r) {
+    return r["state"] == "RUN_RUNNING" && r["attempts"].size() == 2;
+  }, 120s);
+  ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
+  EXPECT_NE(Int(run["attempts"][1]["slurm_job_id"]), job) << "started again in a new allocation";
+  EXPECT_EQ(run.value("attempts_used", 0), 0);
+  std::cerr << "requeued " << std::chrono::duration_cast<std::chrono::seconds>(requeued_after).count()
+            << " s after slurmd was killed\n";
+
+  ProcessResult c = cli_.Run({"cancel", "1"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  // Back with its slurmd, the node kills what is left of the failed job.
+  cluster_->RestartNode(index);
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!JobProcesses(job).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+  }
+  for (pid_t pid : JobProcesses(job)) {
+    ADD_FAILURE() << "process " << pid << " of failed job " << job << " outlived it";
+    kill(pid, SIGKILL);
+  }
 }
 
 }  // namespace

@@ -1,13 +1,18 @@
 // The test Slurm cluster itself (tests/util/slurm_cluster.h): it comes up with two idle nodes of
 // eight fake GPUs each, runs a two-node job whose tasks see the GPUs Slurm gave them, reports a
-// shape the partition can never hold, and leaves no daemon behind when stopped.
+// shape the partition can never hold, and leaves no daemon behind when stopped. And what this
+// Slurm prints for the coordinator's own squeue and sacct calls parses as the pools expect
+// (server/pools/slurm_output.h; the unit tests replay these outputs as recorded).
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 
+#include "server/pools/slurm_output.h"
 #include "tests/util/slurm_cluster.h"
 #include "tests/util/subprocess.h"
 
@@ -70,6 +75,81 @@ TEST_F(SlurmClusterTest, StopLeavesNoDaemon) {
   const pid_t ctld = std::stoi(ReadFile(pid_file));
   cluster_->Stop();
   EXPECT_NE(kill(ctld, 0), 0) << "slurmctld " << ctld << " still running after Stop()";
+}
+
+// Submits `args` with sbatch --parsable; the job id, or "" with a test failure.
+std::string Submit(const SlurmCluster& cluster, std::vector<std::string> args) {
+  args.insert(args.begin(), {"sbatch", "--parsable", "-o", "/dev/null"});
+  ProcessResult r = cluster.Run(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out.substr(0, r.out.find_first_of(";\n"));
+}
+
+TEST_F(SlurmClusterTest, CoordinatorsSqueueAndSacctOutputsParse) {
+  const std::string tag = "--comment=ablate coordinator=rec pool=lab nodes=";
+  // A one-node pilot that runs, a two-node one that waits for its nodes, and a three-node job
+  // the two-node partition can never hold (reference/slurm.md §2: pending for ever).
+  const std::string running = Submit(*cluster_, {"--job-name=ablate-rec", tag + "1 sweep=3", "-N1",
+                                                  "--gres=gpu:8", "--time=10:00", "--no-requeue",
+                                                  "--wrap", "sleep 120"});
+  const std::string waiting = Submit(*cluster_, {"--job-name=ablate-rec", tag + "2 sweep=3", "-N2",
+                                                  "--gres=gpu:8", "--time=5", "--wrap", "true"});
+  const std::string never = Submit(*cluster_, {"--job-name=ablate-rec", "-N3", "--wrap", "true"});
+  Submit(*cluster_, {"--job-name=someone-else", "-N1", "--gres=gpu:1", "--wrap", "sleep 120"});
+  std::vector<std::string> squeue = SqueueArgs("ablate-rec");
+  ProcessResult q;
+  absl::StatusOr<std::vector<SlurmJob>> jobs;
+  std::map<std::string, SlurmJob> by_id;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    q = cluster_->Run(squeue);
+    jobs = ParseSqueue(q.out);
+    ASSERT_TRUE(jobs.ok()) << jobs.status() << "\n" << q.out;
+    by_id.clear();
+    for (const SlurmJob& j : *jobs) by_id[std::to_string(j.id)] = j;
+    if (by_id[running].running() && by_id[never].reason == "PartitionNodeLimit" &&
+        by_id[waiting].reason == "Resources") {
+      break;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  std::cout << "squeue output (" << squeue.back() << "):\n" << q.out;
+  ASSERT_EQ(jobs->size(), 3u) << "only this coordinator's job name: " << q.out;
+  const SlurmJob& r = by_id[running];
+  EXPECT_EQ(r.state, "RUNNING");
+  EXPECT_EQ(r.reason, "None");
+  EXPECT_EQ(r.nodes, 1);
+  EXPECT_TRUE(r.node_list == "n1" || r.node_list == "n2") << r.node_list;
+  ASSERT_TRUE(r.time_left_s.has_value());
+  EXPECT_GT(*r.time_left_s, 500);
+  EXPECT_LE(*r.time_left_s, 600);
+  EXPECT_EQ(r.name, "ablate-rec");
+  EXPECT_EQ(r.partition, "gpu");
+  EXPECT_EQ(r.restart_count, 0);
+  std::optional<PilotTag> pilot = ParsePilotTag(r.comment);
+  ASSERT_TRUE(pilot.has_value()) << r.comment;
+  EXPECT_EQ(pilot->nodes, 1);
+  EXPECT_EQ(pilot->sweep_id, 3);
+  const SlurmJob& w = by_id[waiting];
+  EXPECT_TRUE(w.pending());
+  EXPECT_EQ(w.reason, "Resources");
+  EXPECT_EQ(w.nodes, 2);
+  EXPECT_EQ(w.time_left_s, 300);  // a pending job's time left is its whole limit
+  EXPECT_EQ(w.node_list, "");
+  const SlurmJob& n = by_id[never];
+  EXPECT_TRUE(n.pending());
+  EXPECT_EQ(n.reason, "PartitionNodeLimit");
+  EXPECT_EQ(n.time_left_s, std::nullopt) << "no --time on a partition without a limit";
+  EXPECT_EQ(n.comment, "");
+
+  // The pilot leaves; the coordinator asks sacct for its final state. This cluster keeps no
+  // accounting (AccountingStorageType=accounting_storage/none), as many do: sacct says so.
+  ASSERT_EQ(cluster_->Run({"scancel", running, waiting, never}).exit_code, 0);
+  std::vector<std::string> sacct = SacctArgs({std::stoll(running)});
+  ProcessResult a = cluster_->Run(sacct);
+  std::cout << "sacct exit " << a.exit_code << ", stdout:\n" << a.out << "stderr:\n" << a.err;
+  EXPECT_NE(a.exit_code, 0);
+  EXPECT_TRUE(AccountingDisabled(a.err)) << a.err;
 }
 
 }  // namespace

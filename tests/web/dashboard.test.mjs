@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {after, before, test} from 'node:test';
 
-import {cli, env, getJson, launchChromium, makeDataset, sleep, startCoordinator, startWorker,
-  submit, tempDir, waitFor, watchErrors} from './harness.mjs';
+import {cli, env, getJson, launchChromium, makeDataset, sleep, startCoordinator, startSlurmWorker,
+  startWorker, submit, tempDir, waitFor, watchErrors} from './harness.mjs';
 
 const shots = process.env.ABLATE_SCREENSHOT_DIR || tempDir('ablate-shots-');
 fs.mkdirSync(shots, {recursive: true});
@@ -45,6 +45,7 @@ before(async () => {
   const datasets = makeDataset(s.dir);
   s.coord = await startCoordinator(s.dir);
   s.worker = startWorker(s.dir, s.coord.grpc, datasets, 2);
+  s.pilot = startSlurmWorker(s.dir, s.coord.grpc, datasets, 'h100', 4242);
   s.long = submit(s.coord.grpc, s.dir, 'long', LONG);
   s.quick = submit(s.coord.grpc, s.dir, 'quick', QUICK);
   s.stuck = submit(s.coord.grpc, s.dir, 'stuck', STUCK);
@@ -57,9 +58,10 @@ before(async () => {
 after(async () => {
   await s.browser?.close();
   await s.worker?.stop();
+  await s.pilot?.stop();
   await s.coord?.child.stop();
   if (process.exitCode) {
-    for (const c of [s.coord?.child, s.worker]) if (c) console.error(`---- ${c.name}\n${c.tail()}`);
+    for (const c of [s.coord?.child, s.worker, s.pilot]) if (c) console.error(`---- ${c.name}\n${c.tail()}`);
   } else if (s.dir) {
     fs.rmSync(s.dir, {recursive: true, force: true});
   }
@@ -196,6 +198,12 @@ test('the workers page shows the worker, its slots and what it runs', async () =
   assert.match(text, /ago/);
   await waitFor('the long run listed as running on the worker', () =>
     page.$(`#workers a[href="/runs/${s.long.runs[0].id}"]`), 10000, 200);
+  // A Slurm pilot's row names its allocation; a worker outside Slurm has none.
+  const pilot = await waitFor('the pilot listed', () =>
+    page.$('#workers tr[data-worker="slurm/lab/4242.0/0"]'), 20000, 200);
+  assert.match(await pilot.$eval('td.allocation', (td) => td.textContent), /^pool h100, job 4242/);
+  assert.equal(await page.$eval('#workers tr[data-worker="local"] td.allocation',
+    (td) => td.textContent), '–');
   await shot('workers');
   noErrors();
 });
@@ -205,6 +213,7 @@ test('the coordinator stops promptly with live pages open', async () => {
   await page.goto(`${coord.url}/sweeps/${s.long.sweep.id}`);
   await page.waitForSelector('#app[data-ready="1"]');
   await s.worker.stop();
+  await s.pilot.stop();
   // The page's EventSource stays open while the coordinator shuts down; its reconnect attempts
   // after that are expected, so the console is checked before.
   noErrors();

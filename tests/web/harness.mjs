@@ -46,11 +46,13 @@ export async function waitFor(what, fn, timeoutMs = 60000, everyMs = 100) {
 
 // A child process with its stderr and stdout in files under `dir`.
 export class Child {
-  constructor(name, argv, dir) {
+  // `extraEnv`: variables added to this process's environment for the child.
+  constructor(name, argv, dir, extraEnv = {}) {
     this.name = name;
     this.log = path.join(dir, `${name}.log`);
     const fd = fs.openSync(this.log, 'a');
-    this.proc = spawn(argv[0], argv.slice(1), {stdio: ['ignore', fd, fd]});
+    this.proc = spawn(argv[0], argv.slice(1),
+      {stdio: ['ignore', fd, fd], env: {...process.env, ...extraEnv}});
     fs.closeSync(fd);
     this.exited = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({code, signal})));
   }
@@ -102,6 +104,17 @@ export function startWorker(dir, grpc, datasets, slots) {
   return new Child('worker', [env('ABLATE_WORKER_BIN'), '--coordinator', grpc, '--work-dir',
     path.join(dir, 'work'), '--data-dir', datasets, '--cpu-slots', String(slots), '--gpus', 'none',
     '--name', 'local', '--trainer', env('ABLATE_TRAIN_BIN'), '--grace-ms', '2000'], dir);
+}
+
+// A worker as a Slurm pilot would start it (`ablate-worker --slurm --pool POOL`), with the
+// variables Slurm sets for the task of step 0 of job `jobId` on cluster "lab"; no CPU slots and
+// no GPUs, so that it takes no runs.
+export function startSlurmWorker(dir, grpc, datasets, pool, jobId) {
+  return new Child(`pilot-${jobId}`, [env('ABLATE_WORKER_BIN'), '--slurm', '--pool', pool,
+    '--coordinator', grpc, '--work-dir', path.join(dir, 'pilots'), '--data-dir', datasets,
+    '--cpu-slots', '0', '--trainer', env('ABLATE_TRAIN_BIN'), '--grace-ms', '2000'], dir,
+  {SLURM_JOB_ID: String(jobId), SLURM_CLUSTER_NAME: 'lab', SLURM_NODEID: '0',
+    SLURM_JOB_NUM_NODES: '1', SLURM_STEP_ID: '0', CUDA_VISIBLE_DEVICES: ''});
 }
 
 // `ablate --server grpc ...args` to completion; returns stdout, throws with stderr on failure.

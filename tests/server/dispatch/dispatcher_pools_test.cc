@@ -46,6 +46,7 @@ v1::Hello HelloOf(const std::string& pool, int64_t job, int node, int restart = 
   s->set_restart_count(restart);
   s->set_node_index(node);
   s->set_pool(pool);
+  s->set_step_id("0");
   h.set_worker_id("slurm/lab/" + std::to_string(job) + "." + std::to_string(restart) + "/" +
                   std::to_string(node));
   return h;
@@ -102,7 +103,18 @@ TEST_F(DispatcherPoolsTest, PoolSweepsRunOnlyOnTheirPoolsWorkers) {
   EXPECT_EQ(to_plain[0].sweep_id(), 2);
   // The attempt records the Slurm job its worker runs in.
   EXPECT_EQ(store_->GetAttempt(to_pilot[0].attempt_id())->slurm_job_id, 7);
+  EXPECT_EQ(store_->GetAttempt(to_pilot[0].attempt_id())->slurm_step_id, "0")
+      << "the step its worker runs as, whose child the trainer is";
   EXPECT_EQ(store_->GetAttempt(to_plain[0].attempt_id())->slurm_job_id, 0);
+  EXPECT_EQ(store_->GetAttempt(to_plain[0].attempt_id())->slurm_step_id, "");
+  // What ListWorkers shows: the pilot's pool and job; the plain worker has no allocation.
+  std::map<std::string, WorkerAllocation> allocations = dispatcher_->WorkerAllocations();
+  ASSERT_EQ(allocations.size(), 1u);
+  EXPECT_EQ(allocations["slurm/lab/7.0/0"].pool, "lab");
+  EXPECT_EQ(allocations["slurm/lab/7.0/0"].job_id, 7);
+  EXPECT_EQ(allocations["slurm/lab/7.0/0"].ends_ms, 0) << "unknown until squeue says";
+  dispatcher_->FenceAllocations("lab", {{7, {0, now_ + 60000}}}, now_ + 1, "gone");
+  EXPECT_EQ(dispatcher_->WorkerAllocations()["slurm/lab/7.0/0"].ends_ms, now_ + 60000);
   // A pool without workers: its runs wait, saying so, and never go to other workers.
   Submit(0, 1, "other");
   dispatcher_->ScheduleOnce();

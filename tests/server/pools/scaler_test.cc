@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/pools/slurm_output.h"
+
 namespace ablate {
 namespace {
 
@@ -74,6 +76,33 @@ TEST(ScalerTest, GangsThatAreNotWholeNodesAreReportedNotAskedFor) {
   EXPECT_EQ(NodesPerRun(kPool, 12), 0);
   EXPECT_EQ(NodesPerRun(kPool, 32), 4);
   EXPECT_EQ(NodesPerRun({0, 0, 1}, 0), 0);  // no CPU slots, no GPUs
+}
+
+TEST(ScalerTest, DecidesFromWhatSqueuePrinted) {
+  // squeue's lines in the coordinator's format as Slurm 22.05 prints them (slurm_output_test):
+  // a running 1-node pilot, a 2-node pilot pending on Resources, and one COMPLETING (on its way
+  // out: it holds nothing).
+  absl::StatusOr<std::vector<SlurmJob>> jobs = ParseSqueue(
+      "5|RUNNING|None|1|9:41|n1|ablate-c1|ablate coordinator=c1 pool=lab nodes=1 sweep=2|0|gpu\n"
+      "6|PENDING|Resources|2|5:00||ablate-c1|ablate coordinator=c1 pool=lab nodes=2 sweep=2|0|gpu\n"
+      "4|COMPLETING|None|1|0:00|n2|ablate-c1|ablate coordinator=c1 pool=lab nodes=1 sweep=2|0|gpu\n");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  std::vector<HeldAllocation> held = HeldAllocations(*jobs);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].job_id, 5);
+  EXPECT_FALSE(held[0].pending);
+  EXPECT_EQ(held[1].nodes, 2);
+  EXPECT_TRUE(held[1].pending);
+  // Two one-node runs want two nodes: the running pilot is one, one more is asked for; the
+  // 2-node pilot is no longer wanted and, pending, is cancelled (which frees room under
+  // max_nodes 2 for the one-node pilot).
+  ScalerDecision d = ScalePool({8, 1, 2}, {8, 8}, held);
+  EXPECT_EQ(d.cancel, (std::vector<int64_t>{6}));
+  EXPECT_EQ(d.submit, (std::map<int, int>{{1, 1}}));
+  // The gang's demand comes back: the pending 2-node pilot is kept, nothing more fits.
+  d = ScalePool({8, 1, 4}, {16, 8}, held);
+  EXPECT_TRUE(d.cancel.empty());
+  EXPECT_TRUE(d.submit.empty());
 }
 
 }  // namespace

@@ -56,6 +56,28 @@ TEST(SqueueTest, ARequeuedJobCountsItsRestarts) {
   EXPECT_EQ((*jobs)[0].reason, "BeginTime");
 }
 
+TEST(SqueueTest, RecordedWithTheCoordinatorsOwnCall) {
+  // Printed by SqueueArgs("ablate-rec") (squeue -h --name=ablate-rec -O kSqueueFormat) in
+  // SlurmClusterTest.CoordinatorsSqueueAndSacctOutputsParse, Slurm 22.05.8: a pilot pending on
+  // Resources with --time=5, a 3-node job on the 2-node partition without --time, and a
+  // running pilot with --time=10:00. Another user's job is not listed (by job name).
+  absl::StatusOr<std::vector<SlurmJob>> jobs = ParseSqueue(
+      "2|PENDING|Resources|2|5:00||ablate-rec|ablate coordinator=rec pool=lab nodes=2 sweep=3|0|"
+      "gpu\n"
+      "3|PENDING|PartitionNodeLimit|3|UNLIMITED||ablate-rec|(null)|0|gpu\n"
+      "1|RUNNING|None|1|10:00|n1|ablate-rec|ablate coordinator=rec pool=lab nodes=1 sweep=3|0|"
+      "gpu\n");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ((*jobs)[0].time_left_s, 300);
+  EXPECT_EQ(ParsePilotTag((*jobs)[0].comment)->nodes, 2);
+  EXPECT_EQ((*jobs)[1].time_left_s, std::nullopt);
+  EXPECT_FALSE(ParsePilotTag((*jobs)[1].comment).has_value());
+  EXPECT_TRUE((*jobs)[2].running());
+  EXPECT_EQ((*jobs)[2].time_left_s, 600);
+  EXPECT_EQ((*jobs)[2].node_list, "n1");
+}
+
 TEST(SqueueTest, EmptyOutputIsNoJobs) {
   absl::StatusOr<std::vector<SlurmJob>> jobs = ParseSqueue("");
   ASSERT_TRUE(jobs.ok());
@@ -72,7 +94,10 @@ TEST(SqueueTest, MalformedLineIsNamed) {
 }
 
 TEST(SacctTest, FinalStatesOfAllocationsOnly) {
-  // sacct -n -P -X -o JobID,State,ExitCode (and what it prints without -X).
+  // sacct -n -P -X -o JobID,State,ExitCode (and what it prints without -X), typed in the format
+  // Slurm documents: the test cluster keeps no accounting (AccountingStorageType=
+  // accounting_storage/none, as on many small clusters), so there is no recording of it.
+  // What that cluster's sacct does print is below and in slurm_cluster_test.
   absl::StatusOr<std::map<int64_t, std::string>> states = ParseSacct(
       "41|COMPLETED|0:0\n42|CANCELLED by 0|0:15\n42.batch|CANCELLED|0:15\n43|NODE_FAIL|0:0\n"
       "44|PREEMPTED|0:15\n");
@@ -82,9 +107,19 @@ TEST(SacctTest, FinalStatesOfAllocationsOnly) {
 }
 
 TEST(SacctTest, RecognisesAClusterWithoutAccounting) {
-  // Recorded: sacct's stderr (exit code 1) under AccountingStorageType=accounting_storage/none.
+  // Recorded (SlurmClusterTest.CoordinatorsSqueueAndSacctOutputsParse): SacctArgs' call exits 1
+  // with nothing on stdout and this on stderr under AccountingStorageType=
+  // accounting_storage/none. The coordinator then takes pilots that left the queue as ended.
   EXPECT_TRUE(AccountingDisabled("Slurm accounting storage is disabled\n"));
   EXPECT_FALSE(AccountingDisabled("sacct: error: Problem talking to the database\n"));
+}
+
+TEST(SlurmCommandsTest, OneCallForAllPilots) {
+  EXPECT_EQ(SqueueArgs("ablate-c1"), (std::vector<std::string>{"squeue", "-h", "--name=ablate-c1",
+                                                              "-O", kSqueueFormat}));
+  EXPECT_EQ(SacctArgs({41, 42, 44}),
+            (std::vector<std::string>{"sacct", "-n", "-P", "-X", "-j", "41,42,44", "-o",
+                                      "JobID,State,ExitCode"}));
 }
 
 TEST(SbatchTest, ParsableJobId) {
