@@ -536,6 +536,7 @@ TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
   EXPECT_GT(at_checkpoint, 0);
   EXPECT_NEAR(total, at_checkpoint + b_timed, 1e-6 * total);
   EXPECT_DOUBLE_EQ(points[size_t(steps)]["train_time_ms"].get<double>(), total);
+}
 
 // A lease long enough that a requeue seen within seconds cannot come from it.
 class E2eLongLeaseTest : public E2eTest {
