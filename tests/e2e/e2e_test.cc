@@ -468,7 +468,13 @@ TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
   const std::string run_dir = shared + "/run-1";
   const int steps = 80;
   auto a = StartWorker("a", 1, ABLATE_TRAIN_BIN, {"--checkpoint-dir", shared});
-  Submit(Spec("resume", steps, 1) + "checkpoint_every: 1s\n");
+  const std::string spec = Spec("resume", steps, 1) + "checkpoint_every: 1s\n";
+  WriteFile(root_.path() + "/dry.yaml", spec);
+  ProcessResult dry = Cli({"submit", "--dry-run", root_.path() + "/dry.yaml"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("checkpoints: every 1s (wall time)"), std::string::npos) << dry.out;
+  Submit(spec);
+  EXPECT_NE(Cli({"sweep", "1"}).out.find("checkpoints: every 1s"), std::string::npos);
   // The newest checkpoint a's trainer has renamed into place, and the last stored step.
   auto newest = [&] {
     int64_t best = 0;
