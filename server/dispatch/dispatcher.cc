@@ -407,7 +407,7 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string&
   const bool ok = msg.status() == "ok";
   if (ok && !node.authoritative()) {
     // The attempt goes on until node 0 reports; this node's GPUs are free now.
-    RetireShare(worker_id, msg.attempt_id());
+    RetireShare(worker_id, msg.attempt_id(), msg.fencing_token());
   } else {
     AttemptResult result = ResultOf(msg, node, worker_id);
     absl::Status bad = CheckRunResult(msg.error(), msg.stderr_tail(), result.summary);
@@ -421,7 +421,7 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string&
                 << " not committed (the worker will resend): " << s.message() << std::endl;
       return {};
     }
-    RetireShare(worker_id, msg.attempt_id());
+    RetireShare(worker_id, msg.attempt_id(), msg.fencing_token());
     // Refused too (the attempt had already ended): whoever still holds it has no reason to run.
     if (!ok) CancelOtherNodes(msg.attempt_id(), worker_id, result.error);
   }
@@ -691,10 +691,21 @@ void Dispatcher::Assign(const Placement& p) {
   feed_->Notify();
 }
 
-void Dispatcher::RetireShare(const std::string& worker_id, int64_t attempt_id) {
+void Dispatcher::RetireShare(const std::string& worker_id, int64_t attempt_id,
+                             std::optional<int64_t> fencing_token) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(worker_id);
-  if (it != workers_.end()) it->second.attempts.erase(attempt_id);
+  if (it == workers_.end()) return;
+  auto share = it->second.attempts.find(attempt_id);
+  if (share == it->second.attempts.end()) return;
+  if (fencing_token && share->second.fencing_token != *fencing_token) {
+    std::cerr << "ablate-coordinator: worker " << worker_id << " sent a result for attempt "
+              << attempt_id << " with fencing token " << *fencing_token << ", not the "
+              << share->second.fencing_token << " it holds the attempt with; its share is kept"
+              << std::endl;
+    return;
+  }
+  it->second.attempts.erase(share);
 }
 
 void Dispatcher::CancelOtherNodes(int64_t attempt_id, const std::string& except,

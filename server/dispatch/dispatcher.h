@@ -234,8 +234,11 @@ class Dispatcher {
   int64_t ExpectedMs(const Run& run, std::map<int64_t, int64_t>* by_variant);
   void Assign(const Placement& p);
   absl::StatusOr<std::string> RunConfig(const Run& run);
-  // Removes one worker's share of an attempt (the other nodes' shares stay).
-  void RetireShare(const std::string& worker_id, int64_t attempt_id);
+  // Removes one worker's share of an attempt (the other nodes' shares stay). With a fencing
+  // token, only a share held with that token: a result under another token does not come from
+  // the share's holder, and freeing its GPUs would let the scheduler place a second run on them.
+  void RetireShare(const std::string& worker_id, int64_t attempt_id,
+                   std::optional<int64_t> fencing_token = std::nullopt);
   std::optional<LiveAttempt> ShareOf(const std::string& worker_id, int64_t attempt_id) const;
   // The share's node, or for a result that outlived its share, node 0 when the store names this
   // worker as the attempt's (Assign records node 0's) and kUnknownRank otherwise.

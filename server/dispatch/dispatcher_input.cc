@@ -63,7 +63,7 @@ std::vector<v1::CoordinatorMessage> Dispatcher::RefuseInput(const std::string& w
   if (s.ok()) CancelOtherNodes(attempt_id, worker_id, error);
   // A refused result ends this worker's part; after a refused batch its trainer is still
   // stopping and keeps its GPUs until its RunFinished.
-  if (ack.ack().finished()) RetireShare(worker_id, attempt_id);
+  if (ack.ack().finished()) RetireShare(worker_id, attempt_id, fencing_token);
   feed_->Notify();
   Kick();
   v1::CoordinatorMessage cancel;

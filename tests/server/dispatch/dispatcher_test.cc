@@ -391,6 +391,31 @@ TEST_F(DispatcherTest, AResultStillInTheOutboxIsAcceptedAfterReconnect) {
   EXPECT_EQ(store_->GetRun(a.run_id())->state, RunState::kSucceeded);
 }
 
+// A result under a fencing token other than the one the worker holds the attempt with is refused
+// by the store, and the share stays: the trainer may still be running on that slot.
+TEST_F(DispatcherTest, AResultWithAnotherFencingTokenDoesNotFreeTheSlot) {
+  auto s = Connect(HelloOf("a", 0, 1));
+  Submit(0, 2);
+  dispatcher_->ScheduleOnce();
+  v1::Assignment a = Assignments(s->Take()).at(0);
+  v1::RunFinished wrong;
+  wrong.set_attempt_id(a.attempt_id());
+  wrong.set_fencing_token(a.fencing_token() + 1);
+  wrong.set_status("ok");
+  wrong.mutable_summary()->set_steps(300);
+  dispatcher_->OnRunFinished("a", wrong);
+  EXPECT_EQ(store_->GetRun(a.run_id())->state, RunState::kAssigned);
+  EXPECT_EQ(dispatcher_->RunsByWorker()["a"], std::vector<int64_t>{a.run_id()});
+  dispatcher_->ScheduleOnce();
+  EXPECT_TRUE(Assignments(s->Take()).empty()) << "the slot is still taken";
+  // The holder's own result frees it.
+  wrong.set_fencing_token(a.fencing_token());
+  dispatcher_->OnRunFinished("a", wrong);
+  EXPECT_EQ(store_->GetRun(a.run_id())->state, RunState::kSucceeded);
+  dispatcher_->ScheduleOnce();
+  EXPECT_EQ(Assignments(s->Take()).size(), 1u);
+}
+
 TEST_F(DispatcherTest, GangNodeOneFailureFailsTheAttemptAndCancelsNodeZero) {
   std::vector<GangMember> g = PlaceGang();
   const v1::Assignment& as = g[1].assignment;
