@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/util/sqlite_query.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::testing {
@@ -156,15 +157,7 @@ class E2eTest : public ::testing::Test {
   }
 
   int Count(const std::string& sql) {
-    sqlite3* db = nullptr;
-    std::string path = root_.path() + "/ablate.db";
-    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
-    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return static_cast<int>(QueryInt(root_.path() + "/ablate.db", sql));
   }
 
   int ValPoints(int run_id) {

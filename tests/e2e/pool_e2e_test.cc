@@ -19,6 +19,7 @@
 
 #include "tests/util/cli_client.h"
 #include "tests/util/slurm_cluster.h"
+#include "tests/util/sqlite_query.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::testing {
@@ -132,22 +133,7 @@ class PoolE2eTest : public ::testing::Test {
 
   // The first column of the first row of `sql` on the coordinator's database (read-only; WAL
   // lets it read while the coordinator writes); -1 when it cannot be read.
-  int64_t Query(const std::string& sql) {
-    sqlite3* db = nullptr;
-    const std::string path = Root() + "/ablate.db";
-    int64_t n = -1;
-    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-      sqlite3_busy_timeout(db, 5000);
-      sqlite3_stmt* st = nullptr;
-      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
-          sqlite3_step(st) == SQLITE_ROW) {
-        n = sqlite3_column_int64(st, 0);
-      }
-      sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return n;
-  }
+  int64_t Query(const std::string& sql) { return QueryInt(Root() + "/ablate.db", sql); }
   int64_t MetricRows(int run_id) {
     return Query("SELECT count(*) FROM metrics WHERE run_id = " + std::to_string(run_id));
   }

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "tests/util/cli_client.h"
+#include "tests/util/sqlite_query.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::testing {
@@ -183,15 +184,7 @@ class ScriptE2eTest : public ::testing::Test {
   }
 
   int Count(const std::string& sql) {
-    sqlite3* db = nullptr;
-    std::string path = Root() + "/ablate.db";
-    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
-    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return static_cast<int>(QueryInt(Root() + "/ablate.db", sql));
   }
 
   TempDir root_;
