@@ -149,6 +149,7 @@ DashboardServer::DashboardServer(DashboardOptions options, Store* store, ChangeF
       feed_(feed),
       queries_(
           std::make_unique<ApiQueries>(store, feed, std::move(hooks), options_.curve_cache_points)),
+      live_hub_(std::make_unique<LiveHub>(queries_.get(), feed, options_.live_min_interval)),
       http_(std::move(http)),
       throttle_(options_.login_throttle) {}
 
@@ -167,9 +168,10 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
   const int threads = server->options_.max_live_streams + 16;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   InstallChecks(http, server->options_, &server->throttle_);
-  RouteContext ctx{server->queries_.get(), feed,
-                   &server->options_,     &server->stopping_,
-                   &server->live_streams_, &server->throttle_};
+  RouteContext ctx{server->queries_.get(),  feed,
+                   &server->options_,       &server->stopping_,
+                   &server->live_streams_,  &server->throttle_,
+                   server->live_hub_.get()};
   AddApiRoutes(http, ctx);
   AddLiveRoutes(http, ctx);
   AddPageRoutes(http, ctx);

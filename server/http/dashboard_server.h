@@ -47,6 +47,7 @@ class Server;
 namespace ablate {
 
 class ApiQueries;
+class LiveHub;
 
 struct DashboardOptions {
   // HOST:PORT ([v6]:PORT for IPv6); port 0 lets the OS choose (see DashboardServer::port).
@@ -104,6 +105,7 @@ class DashboardServer {
   const DashboardOptions options_;
   ChangeFeed* const feed_;
   std::unique_ptr<ApiQueries> queries_;
+  std::unique_ptr<LiveHub> live_hub_;  // the live streams' shared polls
   std::unique_ptr<httplib::Server> http_;  // an httplib::SSLServer with TLS files
   LoginThrottle throttle_;
   std::atomic<bool> stopping_{false};

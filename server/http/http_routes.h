@@ -14,6 +14,7 @@
 #include "server/core/change_feed.h"
 #include "server/http/api_queries.h"
 #include "server/http/dashboard_server.h"
+#include "server/http/live_hub.h"
 
 namespace ablate {
 
@@ -25,6 +26,7 @@ struct RouteContext {
   const std::atomic<bool>* stopping = nullptr;
   std::atomic<int>* live_streams = nullptr;
   LoginThrottle* throttle = nullptr;
+  LiveHub* live_hub = nullptr;
 };
 
 // /api/* except the live streams: JSON queries, auth and login.

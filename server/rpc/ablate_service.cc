@@ -22,6 +22,7 @@ constexpr auto kWatchTick = std::chrono::milliseconds(1000);
 // cores from the writers: 50 WatchSweep streams on 200 runs at 20 steps/s cut ingest from ~3000
 // to 320 points/s, p99 send->Ack 55 s (bench/coordinator/watch_load_bench.cc, NOTES.md).
 // `ablate watch` redraws a few times a second at most; the dashboard's streams wait as long.
+// WatchSweep streams on one sweep share one poll per interval (sweep_watch_cache.h).
 constexpr auto kWatchMinInterval = std::chrono::milliseconds(250);
 
 // Waits for the feed to move past `version` (at most kWatchTick), then until kWatchMinInterval
@@ -95,7 +96,14 @@ absl::Status FillWaitingReasons(Store& store, int64_t sweep_id,
 
 AblateServiceImpl::AblateServiceImpl(Store* store, ChangeFeed* feed, const TokenAuth* auth,
                                      ServiceHooks hooks)
-    : store_(store), feed_(feed), auth_(auth), hooks_(std::move(hooks)) {}
+    : store_(store),
+      feed_(feed),
+      auth_(auth),
+      hooks_(std::move(hooks)),
+      watch_cache_(std::make_unique<SweepWatchCache>(
+          store,
+          [this](int64_t id, v1::Sweep* out) { return FillSweep(id, /*full=*/false, out); },
+          kWatchMinInterval)) {}
 
 absl::Status AblateServiceImpl::FillSweep(int64_t id, bool full, v1::Sweep* out) {
   absl::StatusOr<Sweep> sweep = store_->GetSweep(id);
@@ -253,29 +261,37 @@ grpc::Status AblateServiceImpl::WatchSweep(grpc::ServerContext* ctx,
   bool first = true;
   v1::RunCounts last_counts;
   uint64_t version = feed_->version();
+  // The store is read by the sweep's poll that every stream on it shares.
+  std::shared_ptr<SweepWatchCache::Entry> shared = watch_cache_->Acquire(req->id());
   while (!ctx->IsCancelled()) {
     const auto polled = std::chrono::steady_clock::now();
+    absl::StatusOr<std::shared_ptr<const SweepWatchCache::Snapshot>> snapshot = shared->Get();
+    if (!snapshot.ok()) return ToGrpc(snapshot.status());
+    const SweepWatchCache::Snapshot& now = **snapshot;
     v1::SweepUpdate update;
-    if (absl::Status s = FillSweep(req->id(), false, update.mutable_sweep()); !s.ok()) {
-      return ToGrpc(s);
-    }
-    RunFilter filter;
-    filter.sweep_id = req->id();
-    filter.limit = kMaxPage * 10;
-    absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
-    if (!runs.ok()) return ToGrpc(runs.status());
-    for (const Run& r : *runs) {
+    *update.mutable_sweep() = now.sweep;
+    for (const Run& r : now.runs) {
       auto [it, fresh] = told.try_emplace(r.id, Fingerprint(r));
       if (fresh || !(it->second == Fingerprint(r))) {
         it->second = Fingerprint(r);
         ToProto(r, update.add_runs());
       }
     }
-    absl::StatusOr<std::vector<Event>> events = store_->ListEvents(req->id(), 0, last_event, 1000);
-    if (!events.ok()) return ToGrpc(events.status());
-    for (const Event& e : *events) {
-      ToProto(e, update.add_events());
-      last_event = e.id;
+    if (last_event >= now.events_floor) {
+      auto e = std::upper_bound(now.events.begin(), now.events.end(), last_event,
+                                [](int64_t id, const Event& ev) { return id < ev.id; });
+      for (int n = 0; e != now.events.end() && n < SweepWatchCache::kEventsPerPoll; ++e, ++n) {
+        ToProto(*e, update.add_events());
+        last_event = e->id;
+      }
+    } else {  // further behind than the shared poll keeps
+      absl::StatusOr<std::vector<Event>> events =
+          store_->ListEvents(req->id(), 0, last_event, SweepWatchCache::kEventsPerPoll);
+      if (!events.ok()) return ToGrpc(events.status());
+      for (const Event& e : *events) {
+        ToProto(e, update.add_events());
+        last_event = e.id;
+      }
     }
     bool counts_changed =
         update.sweep().counts().SerializeAsString() != last_counts.SerializeAsString();

@@ -7,9 +7,11 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "ablate/v1/client.grpc.pb.h"
 #include "server/core/change_feed.h"
+#include "server/rpc/sweep_watch_cache.h"
 #include "server/rpc/token_auth.h"
 #include "server/store/store.h"
 
@@ -85,6 +87,7 @@ class AblateServiceImpl final : public v1::AblateService::Service {
   ChangeFeed* const feed_;
   const TokenAuth* const auth_;
   const ServiceHooks hooks_;
+  std::unique_ptr<SweepWatchCache> watch_cache_;  // WatchSweep's shared polls
 };
 
 }  // namespace ablate

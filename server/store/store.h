@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,14 @@ class Store {
   // compare); limit 0 = all.
   absl::StatusOr<std::vector<MetricPoint>> ListMetricPoints(int64_t run_id, int64_t after_step,
                                                             int limit) const;
+  // ListMetricPoints of several runs in one read transaction (the dashboard's shared live poll
+  // of a sweep): one answer per entry, in order; `limit` applies to each run.
+  struct PointsAfter {
+    int64_t run_id = 0;
+    int64_t after_step = INT64_MIN;
+  };
+  absl::StatusOr<std::vector<std::vector<MetricPoint>>> ListMetricPointsOfRuns(
+      std::span<const PointsAfter> runs, int limit) const;
   // For a new attempt of the run (Assignment.resume_max_step): the most steps done a checkpoint
   // may have for the attempt to resume from it without a gap in the curve. The last step of the
   // curve its latest attempt with points left, less one when that step has no val point (its

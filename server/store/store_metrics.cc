@@ -208,6 +208,22 @@ absl::StatusOr<std::vector<MetricPoint>> Store::ListMetricPoints(int64_t run_id,
   });
 }
 
+absl::StatusOr<std::vector<std::vector<MetricPoint>>> Store::ListMetricPointsOfRuns(
+    std::span<const PointsAfter> runs, int limit) const {
+  using Answers = std::vector<std::vector<MetricPoint>>;
+  return Read<Answers>([&](Connection& c) -> absl::StatusOr<Answers> {
+    Answers answers;
+    answers.reserve(runs.size());
+    for (const PointsAfter& run : runs) {
+      STORE_ASSIGN_OR_RETURN(std::vector<Segment> segments,
+                             CurveSegments(c, run.run_id, false));
+      STORE_ASSIGN_OR_RETURN(answers.emplace_back(),
+                             LoadPoints(c, segments, run.after_step, limit));
+    }
+    return answers;
+  });
+}
+
 absl::StatusOr<int64_t> Store::ResumeLimit(int64_t run_id) const {
   return Read<int64_t>([&](Connection& c) -> absl::StatusOr<int64_t> {
     STORE_ASSIGN_OR_RETURN(std::vector<Segment> segments, CurveSegments(c, run_id, true));

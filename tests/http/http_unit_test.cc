@@ -3,6 +3,10 @@
 // store.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <memory>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "server/http/curve_cache.h"
@@ -171,7 +175,8 @@ std::vector<std::string> Events(const std::vector<SseMessage>& messages, const s
 
 TEST_F(StoreFixture, LiveSweepStreamSendsStateThenOnlyChanges) {
   ApiQueries queries(store_.get(), &feed_, {}, 1000);
-  LiveStream stream(&queries, {LiveScope::Kind::kSweep, sweep_.sweep_id, SeriesSet::All()});
+  LiveHub hub(&queries, nullptr, std::chrono::milliseconds(0));  // polls at every ask
+  LiveStream stream(&hub, {LiveScope::Kind::kSweep, sweep_.sweep_id, SeriesSet::All()});
   std::vector<SseMessage> first = stream.Poll().value();
   EXPECT_EQ(Events(first, "sweep").size(), 1u);
   EXPECT_EQ(Events(first, "run").size(), sweep_.runs.size());
@@ -194,16 +199,101 @@ TEST_F(StoreFixture, LiveSweepStreamSendsStateThenOnlyChanges) {
 
 TEST_F(StoreFixture, LiveRunStreamAndUnknownIds) {
   ApiQueries queries(store_.get(), &feed_, {}, 1000);
-  LiveStream run(&queries, {LiveScope::Kind::kRun, running().id, SeriesSet::All()});
+  LiveHub hub(&queries, nullptr, std::chrono::milliseconds(0));
+  LiveStream run(&hub, {LiveScope::Kind::kRun, running().id, SeriesSet::All()});
   std::vector<SseMessage> first = run.Poll().value();
   ASSERT_EQ(Events(first, "run").size(), 1u);
   EXPECT_TRUE(json::parse(Events(first, "run")[0]).contains("attempts"));
-  LiveStream missing(&queries, {LiveScope::Kind::kSweep, 999, SeriesSet::All()});
+  LiveStream missing(&hub, {LiveScope::Kind::kSweep, 999, SeriesSet::All()});
   EXPECT_EQ(missing.Poll().status().code(), absl::StatusCode::kNotFound);
-  LiveStream workers(&queries, {LiveScope::Kind::kWorkers, 0, SeriesSet::All()});
+  LiveStream missing_run(&hub, {LiveScope::Kind::kRun, 999, SeriesSet::All()});
+  EXPECT_EQ(missing_run.Poll().status().code(), absl::StatusCode::kNotFound);
+  LiveStream workers(&hub, {LiveScope::Kind::kWorkers, 0, SeriesSet::All()});
   std::vector<std::string> w = Events(workers.Poll().value(), "workers");
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(json::parse(w[0])["workers"][0]["id"], "fixture-worker");
+}
+
+// Many pages on one sweep and its runs: one store poll per interval serves them all, each page
+// gets its own part (a run page only its run's points, in the series it asked for).
+TEST_F(StoreFixture, PagesOnOneSweepShareOnePollPerInterval) {
+  ApiQueries queries(store_.get(), &feed_, {}, 1000);
+  const auto interval = std::chrono::milliseconds(1500);
+  LiveHub hub(&queries, nullptr, interval);
+  const ablate::Run run = running();
+  SeriesSet val_only = SeriesSet::Parse("val_loss").value();
+  std::vector<std::unique_ptr<LiveStream>> sweep_pages, run_pages, other_run_pages;
+  for (int i = 0; i < 10; ++i) {
+    sweep_pages.push_back(std::make_unique<LiveStream>(
+        &hub, LiveScope{LiveScope::Kind::kSweep, sweep_.sweep_id, SeriesSet::All()}));
+    run_pages.push_back(std::make_unique<LiveStream>(
+        &hub, LiveScope{LiveScope::Kind::kRun, run.id, i % 2 == 0 ? SeriesSet::All() : val_only}));
+    other_run_pages.push_back(std::make_unique<LiveStream>(
+        &hub, LiveScope{LiveScope::Kind::kRun, sweep_.runs.front().id, SeriesSet::All()}));
+  }
+  for (auto* pages : {&sweep_pages, &run_pages, &other_run_pages}) {
+    for (auto& page : *pages) ASSERT_EQ(page->Poll().value().back().event, "ready");
+  }
+  EXPECT_EQ(hub.polls(), 1u) << "the first page's poll serves the snapshots of the others";
+
+  testing::FixtureShape shape;
+  shape.val_every = 2;
+  ASSERT_TRUE(testing::AppendFixtureBatch(*store_, run, sweep_.attempts.back(), 3, 150, 4, 77,
+                                          shape)
+                  .ok());
+  std::this_thread::sleep_for(interval + std::chrono::milliseconds(100));
+  const uint64_t before = hub.polls();
+  std::vector<std::vector<SseMessage>> sweep_got, run_got, other_got;
+  for (auto& page : sweep_pages) sweep_got.push_back(page->Poll().value());
+  for (auto& page : run_pages) run_got.push_back(page->Poll().value());
+  for (auto& page : other_run_pages) other_got.push_back(page->Poll().value());
+  EXPECT_EQ(hub.polls(), before + 1) << "30 pages, one poll";
+
+  for (const auto& got : sweep_got) {
+    std::vector<std::string> points = Events(got, "points");
+    ASSERT_EQ(points.size(), 1u);
+    EXPECT_EQ(points[0], Events(sweep_got[0], "points")[0]);
+    json p = json::parse(points[0]);
+    EXPECT_EQ(p["run_id"], run.id);
+    EXPECT_EQ(p["columns"]["step"], json({150, 151, 152, 153}));
+    EXPECT_TRUE(p["columns"].contains("train_loss"));
+  }
+  for (size_t i = 0; i < run_got.size(); ++i) {
+    std::vector<std::string> points = Events(run_got[i], "points");
+    ASSERT_EQ(points.size(), 1u) << "page " << i;
+    json p = json::parse(points[0]);
+    EXPECT_EQ(p["run_id"], run.id);
+    if (i % 2 == 0) {
+      EXPECT_EQ(p["columns"]["step"], json({150, 151, 152, 153}));
+    } else {  // only the points that carry a val_loss, and no train_loss column
+      EXPECT_EQ(p["columns"]["step"], json({150, 152}));
+      EXPECT_FALSE(p["columns"].contains("train_loss"));
+    }
+  }
+  for (const auto& got : other_got) EXPECT_TRUE(Events(got, "points").empty());
+}
+
+// A page that stops reading does not hold the scope's changes forever: after max_lag they are
+// dropped, and that page is told it fell behind (its stream ends; the browser reconnects).
+TEST_F(StoreFixture, APageThatStopsReadingIsDroppedNotBuffered) {
+  ApiQueries queries(store_.get(), &feed_, {}, 1000);
+  LiveHub hub(&queries, nullptr, std::chrono::milliseconds(0), std::chrono::milliseconds(200));
+  const ablate::Run run = running();
+  LiveStream stuck(&hub, {LiveScope::Kind::kSweep, sweep_.sweep_id, SeriesSet::All()});
+  LiveStream reading(&hub, {LiveScope::Kind::kSweep, sweep_.sweep_id, SeriesSet::All()});
+  ASSERT_TRUE(stuck.Poll().ok());
+  ASSERT_TRUE(reading.Poll().ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(testing::AppendFixtureBatch(*store_, run, sweep_.attempts.back(), 3,
+                                            150 + 10 * i, 5, 1000 + i, testing::FixtureShape())
+                    .ok());
+    EXPECT_EQ(Events(reading.Poll().value(), "points").size(), 1u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  absl::StatusOr<std::vector<SseMessage>> late = stuck.Poll();
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kResourceExhausted) << late.status();
+  EXPECT_NE(late.status().message().find("fell more than 200 ms behind"), std::string::npos);
+  EXPECT_TRUE(reading.Poll().ok()) << "the page that reads goes on";
 }
 
 TEST(SseTest, MessageFormat) {
