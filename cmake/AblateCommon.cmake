@@ -60,13 +60,16 @@ function(ablate_warnings target)
 endfunction()
 
 # ASan+UBSan (./dev.sh sanitize, into build-asan): every UBSan report aborts like an ASan one, so
-# it fails the test instead of scrolling past. -O1 -g1: quicker to compile than -O3 under
-# instrumentation, and reports carry file:line.
+# it fails the test instead of scrolling past. -g1: reports carry file:line. ABLATE_SANITIZE_OPT
+# (-O1 unless told): -O1 is quicker to compile than -O3 under instrumentation; -O0 about half
+# again (what CI uses, with clang: tests/sanitize/NOTES.md).
+set(ABLATE_SANITIZE_OPT "-O1" CACHE STRING "Optimization level of the sanitizer build")
 if(ABLATE_SANITIZE STREQUAL "address")
   add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=address,undefined>
                       $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize-recover=all>
                       $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>
-                      $<$<COMPILE_LANGUAGE:C,CXX>:-O1> $<$<COMPILE_LANGUAGE:C,CXX>:-g1>)
+                      $<$<COMPILE_LANGUAGE:C,CXX>:${ABLATE_SANITIZE_OPT}>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-g1>)
   add_link_options(-fsanitize=address,undefined)
 elseif(ABLATE_SANITIZE STREQUAL "thread")
   add_compile_options(-fsanitize=thread)

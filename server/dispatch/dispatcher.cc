@@ -589,8 +589,8 @@ absl::StatusOr<std::vector<QueuedRun>> Dispatcher::QueuedRuns(
     if (!sequenced.ok()) return sequenced.status();
     if (sequenced->skipped > 0) feed_->Notify();
     held->insert(sequenced->held.begin(), sequenced->held.end());
-    std::erase_if(queue, [&](const QueuedRun& q) {
-      return q.sweep_id == sweep_id && !sequenced->released.count(q.run_id);
+    std::erase_if(queue, [&, id = sweep_id](const QueuedRun& q) {
+      return q.sweep_id == id && !sequenced->released.count(q.run_id);
     });
   }
   return queue;

@@ -76,7 +76,6 @@ struct CurveQuery {
 
 absl::StatusOr<CurveQuery> ParseCurveQuery(const httplib::Request& req) {
   if (absl::Status s = CheckParams(req, {"max_points", "series"}); !s.ok()) return s;
-  CurveQuery query;
   absl::StatusOr<int> max_points = ParseMaxPoints(Param(req, "max_points"));
   if (!max_points.ok()) return max_points.status();
   absl::StatusOr<SeriesSet> series = SeriesSet::Parse(Param(req, "series"));

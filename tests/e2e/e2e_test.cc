@@ -481,14 +481,19 @@ TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
     return best;
   };
   auto last_stored = [&] { return Count("SELECT COALESCE(MAX(step), -1) FROM metrics"); };
+  // A checkpoint past the untimed steps, so that a's part of the training time is not zero (on a
+  // slow machine, such as the sanitizer build's, the first one after 1 s can come before).
+  const json submitted = WaitRun(1, [](const json&) { return true; }, 10s);
+  const int untimed = json::parse(submitted["config_json"].get<std::string>())["untimed_steps"];
+  ASSERT_LT(untimed + 2, steps);
   auto deadline = std::chrono::steady_clock::now() + 180s;
   int64_t checkpoint = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     checkpoint = newest();
-    if (checkpoint > 0 && last_stored() > checkpoint + 1) break;
+    if (checkpoint > untimed && last_stored() > checkpoint + 1) break;
     std::this_thread::sleep_for(50ms);
   }
-  ASSERT_GT(checkpoint, 0) << "no checkpoint written";
+  ASSERT_GT(checkpoint, untimed) << "no checkpoint written after the untimed steps";
   ASSERT_LT(last_stored(), steps) << "the run ended before it could be interrupted";
   a->Signal(SIGKILL);  // the trainer dies with it (PR_SET_PDEATHSIG)
   a->Wait(10s);
@@ -523,7 +528,6 @@ TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
                   " AND attempt_id = " + first_attempt),
             resumed + 1);
   // Training time: a's up to the checkpoint plus b's timed steps after it.
-  const int untimed = json::parse(run["config_json"].get<std::string>())["untimed_steps"];
   double b_timed = 0;
   for (int s = int(resumed) + 1; s <= steps; ++s) {
     if (s > untimed) {

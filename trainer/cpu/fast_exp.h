@@ -18,6 +18,9 @@ inline float FastExp(float x) {
   float r = x - kf * 0.693145751953125f - kf * 1.428606765330187e-06f;
   float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f +
                                    r * (8.3333333e-3f + r * 1.3888889e-3f)))));
+  // NaN in gives NaN out (through p); its k is taken as 0, since converting NaN to an integer is
+  // undefined behaviour (UBSan reports it; x86 happens to give INT_MIN).
+  kf = kf == kf ? kf : 0.0f;
   int32_t bits = (int32_t(kf) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
