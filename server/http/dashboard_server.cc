@@ -3,6 +3,7 @@
 #include "server/http/dashboard_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <charconv>
 #include <chrono>
@@ -175,9 +176,20 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
   AddApiRoutes(http, ctx);
   AddLiveRoutes(http, ctx);
   AddPageRoutes(http, ctx);
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
+  // library): when many pages connect at once (every browser tab reconnecting after a restart)
+  // the kernel drops the SYNs beyond it and each such client retries only after 1, 3, 7, ... s.
+  // The listening socket is taken here and listen() is called again with the system's maximum.
+  int listen_fd = -1;
+  http.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;  // the last one tried is the one bound
+  });
   server->host_ = hp->host;
   server->port_ = hp->port == 0 ? http.bind_to_any_port(hp->host)
                                 : (http.bind_to_port(hp->host, hp->port) ? hp->port : -1);
+  http.set_socket_options(httplib::default_socket_options);
+  if (server->port_ > 0 && listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   if (server->port_ <= 0) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen for HTTP on ", server->options_.listen,

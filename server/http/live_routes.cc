@@ -71,12 +71,14 @@ class LiveSession {
 
   // Until the feed moves (at most a second, so that heartbeat ages refresh), and then at least
   // the minimum interval after the previous poll, so that bursts of metric batches coalesce.
+  // The interval is slept in one piece (at most kStopCheck at a time): with hundreds of pages
+  // open, waking every few milliseconds to look at the clock costs more than the polls.
   void WaitForChange() {
+    constexpr auto kStopCheck = std::chrono::milliseconds(250);
     if (!stream_.backlog()) version_ = ctx_.feed->WaitPast(version_, std::chrono::seconds(1));
     auto next = last_poll_ + ctx_.options->live_min_interval;
     while (Clock::now() < next && !Stopping()) {
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(next - Clock::now(), std::chrono::milliseconds(50)));
+      std::this_thread::sleep_for(std::min<Clock::duration>(next - Clock::now(), kStopCheck));
     }
   }
 

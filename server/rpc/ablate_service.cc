@@ -26,8 +26,8 @@ constexpr auto kWatchTick = std::chrono::milliseconds(1000);
 constexpr auto kWatchMinInterval = std::chrono::milliseconds(250);
 
 // Waits for the feed to move past `version` (at most kWatchTick), then until kWatchMinInterval
-// after `last_poll`, so that a burst of changes costs one poll; stops waiting when the client
-// goes away or the feed closes. Returns the version to wait past next (changes during the wait
+// after `last_poll`, so that a burst of changes costs one poll; stops waiting (within that
+// interval) when the client goes away or the feed closes. Returns the version to wait past next (changes during the wait
 // are read by the poll that follows, and wake the next wait at once).
 uint64_t WaitToPoll(ChangeFeed& feed, grpc::ServerContext& ctx, uint64_t version,
                     std::chrono::steady_clock::time_point last_poll) {
@@ -36,8 +36,7 @@ uint64_t WaitToPoll(ChangeFeed& feed, grpc::ServerContext& ctx, uint64_t version
   for (auto now = std::chrono::steady_clock::now(); now < next && !ctx.IsCancelled() &&
                                                     !feed.closed();
        now = std::chrono::steady_clock::now()) {
-    std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(next - now, std::chrono::milliseconds(50)));
+    std::this_thread::sleep_for(next - now);  // in one piece: at most kWatchMinInterval
   }
   return version;
 }
