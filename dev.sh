@@ -17,7 +17,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libopenblas-dev libboost-dev libgtest-dev libcurl4-openssl-dev libssl-dev
   python3 python3-torch python3-numpy python3-scipy python3-grpcio python3-protobuf
-  fortunes-min openssl clang libclang-rt-14-dev
+  fortunes-min openssl clang libclang-rt-14-dev libomp-dev
   chromium
   slurmctld slurmd slurm-client munge
 )
