@@ -76,10 +76,8 @@ absl::StatusOr<std::vector<SseMessage>> SharedScope::Join(const View& view, uint
   // Registered first, so that the poll reads what this page shows.
   const bool sweep_stale = view.kind == LiveScope::Kind::kSweep && sweep_pages_++ == 0;
   const bool detail_stale = view.kind == LiveScope::Kind::kRun && detail_pages_[view.run_id]++ == 0;
-  absl::Status s = RefreshLocked(/*force=*/false);
-  if (s.ok() && (sweep_stale || (view.kind == LiveScope::Kind::kSweep && sweep_.empty()))) {
-    s = PollSweepMessage(nullptr);
-  }
+  absl::Status s = RefreshLocked();
+  if (s.ok() && sweep_stale) s = PollSweepMessage(nullptr);
   if (s.ok() && detail_stale) s = PollRunDetail(view.run_id, nullptr);
   std::vector<SseMessage> out;
   absl::StatusOr<std::vector<Event>> events;
@@ -123,7 +121,7 @@ absl::StatusOr<std::vector<SseMessage>> SharedScope::Join(const View& view, uint
 
 absl::StatusOr<std::vector<SseMessage>> SharedScope::Take(const View& view, uint64_t* cursor) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (absl::Status s = RefreshLocked(/*force=*/false); !s.ok()) return s;
+  if (absl::Status s = RefreshLocked(); !s.ok()) return s;
   if (!log_.empty() && log_.front().number > *cursor + 1) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "this page fell more than ", hub_->max_lag_.count(),
@@ -164,11 +162,11 @@ void SharedScope::TrimLocked() {
   }
 }
 
-absl::Status SharedScope::RefreshLocked(bool force) {
+absl::Status SharedScope::RefreshLocked() {
   const Clock::time_point now = Clock::now();
   const ChangeFeed* feed = hub_->feed_;
   const uint64_t version = feed != nullptr ? feed->version() : 0;
-  if (polled_ && !backlog_ && !force) {
+  if (polled_ && !backlog_) {
     const Clock::duration age = now - last_poll_;
     if (age < hub_->min_interval_) return absl::OkStatus();
     if (feed != nullptr && version == last_version_ && age < kIdlePoll) return absl::OkStatus();

@@ -149,7 +149,9 @@ class SharedScope {
     Clock::time_point detail_at;
   };
 
-  absl::Status RefreshLocked(bool force);
+  // Polls the store when the interval has passed (and the feed moved), or the last poll left a
+  // backlog.
+  absl::Status RefreshLocked();
   absl::Status PollSweeps(std::vector<Item>* out);
   absl::Status PollWorkers(std::vector<Item>* out);
   absl::Status PollSweep(std::vector<Item>* out);
