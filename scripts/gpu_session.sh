@@ -1,37 +1,51 @@
 #!/usr/bin/env bash
-# The one script a session with a GPU runs. A lent GPU machine gives about 30 minutes of device
-# time, at most 10 minutes per call, and goes back about 30 seconds after a call: a later call
-# usually finds a bare machine. So every call is self-contained, one phase per call, each well
-# inside 9 minutes on the machine's 16 cores. What to run, in which order, and what to do when a
-# phase fails: bench/trainer_gpu/NOTES.md ("The plan for 30 minutes on a GPU").
+# The one script a session with a GPU runs. A lent GPU machine gives 15 minutes of device time in
+# all (every call, start and idle wait included), at most 10 minutes per call; it goes back about
+# 30 seconds after a call and no machine is started with less than 4 minutes left. So the first
+# call is `all`: one self-contained run of at most 9 minutes on binaries built here and carried,
+# every phase under its own time cap, each phase's log written to $OUT as it runs. What to run,
+# in which order, and what to do when a call fails part-way: bench/trainer_gpu/NOTES.md ("The plan
+# for 15 minutes on a GPU").
 #
 # HERE, on the Debian machine, once per session (the device machine has CUDA, cmake, ninja, a
-# compiler and PyTorch, but no Debian -dev packages and no network):
+# compiler and PyTorch, but no Debian -dev packages, no OpenBLAS and no network):
 #
-#   scripts/gpu_session.sh prepare     # packs .gpu-deps/ (git-ignored): the headers and libraries
-#                                      # the trainer needs (nlohmann/json, CLI11, GoogleTest,
-#                                      # OpenBLAS, nccl.h, libgomp), and the GPU binaries built
-#                                      # here by Debian's GCC with -Werror (bin.tar.gz)
-#   scripts/gpu_session.sh rehearse    # here: the device build with the Debian -dev headers and
-#                                      # libraries hidden (a private mount namespace), so only the
-#                                      # carried ones can be found; prints each phase's command
+#   scripts/gpu_session.sh prepare     # packs .gpu-deps/ (git-ignored): deps.tar.gz (lib/: the
+#                                      # shared libraries the binaries need and the device lacks,
+#                                      # OpenBLAS, libgfortran, libquadmath, libgomp; include/ and
+#                                      # the GoogleTest archives for a rebuild there) and
+#                                      # bin.tar.gz (the GPU binaries, built with -Werror and
+#                                      # without -march=native); then `check`
+#                                      # ABLATE_CARRY_BUILD=build: pack that build's binaries
+#                                      # instead of building the trainer alone (it must have been
+#                                      # configured with -DABLATE_TRAINER_NATIVE=OFF)
+#   scripts/gpu_session.sh check       # the packed binaries' needs against the device: each
+#                                      # NEEDED library carried or in the base system, no glibc or
+#                                      # libstdc++ symbol version newer than Ubuntu 24.04's
+#   scripts/gpu_session.sh caps        # the phase caps of `all` and their sum against the budget
+#   scripts/gpu_session_rehearse.sh    # `all` in a Debian minbase root file system (no -dev
+#                                      # packages, no OpenBLAS): every phase's command line runs,
+#                                      # the GPU parts say "no CUDA device"
+#   scripts/gpu_session.sh rehearse    # the device's fallback build with Debian's -dev headers
+#                                      # and libraries hidden (a private mount namespace)
 #
-# THERE, with the device tool (`run`, carry [".gpu-deps"]), one phase per call:
+# THERE, with the device tool (`run`, carry [".gpu-deps"]):
 #
-#   bash scripts/gpu_session.sh test       # every gpu test (ops, attention, model, training,
-#                                          # NCCL at world size 1), host tests; with
-#                                          # ABLATE_FILTER=<gtest filter>: only those tests
-#   bash scripts/gpu_session.sh torch      # r20 full: ablate's step, then PyTorch's, same GPU
-#   bash scripts/gpu_session.sh bench      # r20 full step + per-op table, then r9
-#   bash scripts/gpu_session.sh sanitize   # compute-sanitizer memcheck/racecheck, small shapes
-#   bash scripts/gpu_session.sh e2e        # ablate-train r20 tiny, 150 steps, cuda then cpu
-#   bash scripts/gpu_session.sh multi      # 2+ GPUs only: NCCL tests, 2 GPUs against 1
+#   bash scripts/gpu_session.sh all        # the first call (timeout_s 570): test, torch, e2e,
+#                                          # ops, in that order, each under its cap (see `caps`);
+#                                          # $OUT: env.txt, test.log, torch.log, e2e.log,
+#                                          # ops.log, summary.txt (+ build.log if it built)
+#   bash scripts/gpu_session.sh sanitize   # a second call, only if time is left: memcheck and
+#                                          # racecheck, small shapes
+#   ABLATE_FORCE_BUILD=1 bash scripts/gpu_session.sh test   # a rebuild from source there, then
+#                                          # the gpu tests (second call, only if time is left)
+#   One phase alone (a re-run): test (ABLATE_FILTER=<gtest filter>: only those tests), torch,
+#   e2e, ops, bench (the r20 step with the per-op table, then r9), multi (2+ GPUs only).
 #
-# Each phase first finds binaries: the carried ones when they start on that machine (no build:
-# the phase's whole time goes to the GPU), else a build from source into build-gpu (incremental
-# when the machine is still warm), with -DABLATE_WERROR=OFF: the machine's compiler may be newer
-# than Debian's, and one new warning must not cost a call. Logs go to $OUT (./gpu-logs when
-# unset): env.txt, build.log (when it built), and the phase's own log (at most 8 files return).
+# Each call first finds binaries: the carried ones when they start on that machine (no build:
+# the time goes to the GPU), else a build from source into build-gpu with -DABLATE_WERROR=OFF
+# (the machine's compiler may be newer than Debian's, and one new warning must not cost a call);
+# in `all` that build counts against the budget and the later phases get what is left.
 # cuBLASLt and NCCL are opened at run time; they are looked for in the CUDA toolkit and in
 # PyTorch's wheels (nvidia/cu13/lib for CUDA 13, nvidia/{cublas,nccl}/lib before), and that path
 # is given to ablate's binaries only: the PyTorch phase runs with the machine's own environment,
@@ -47,13 +61,52 @@ DEPS=${ABLATE_GPU_DEPS:-/tmp/ablate-gpu-deps}
 BUILD=${ABLATE_GPU_BUILD:-$ROOT/build-gpu}  # override only to test the script elsewhere
 JOBS=$(nproc 2>/dev/null || echo 8)
 # The binaries every phase may need; the test binaries run directly (not through ctest, whose
-# files hold this machine's absolute paths).
-BINARIES=(ablate-train ablate-data trainer_gpu_bench tests/trainer_cuda_test
-          tests/trainer_cuda_host_test tests/trainer_multi_gpu_test)
+# files hold this machine's absolute paths). Not ablate-data: it links libcurl and OpenSSL,
+# which the device may lack, and no phase needs it (e2e writes its shards with python3).
+BINARIES=(ablate-train trainer_gpu_bench tests/trainer_cuda_test tests/trainer_cuda_host_test
+          tests/trainer_multi_gpu_test)
 # Must match tests/trainer/CMakeLists.txt: the NCCL tests that need one GPU; the rest need two.
 ONE_GPU_FILTER='*WorldSizeOne*:*OneGpu*'
 
+# ---- time caps (seconds) -------------------------------------------------------------------
+# `all` runs in at most BUDGET seconds: the device call's timeout_s is BUDGET + 30 (the tool's
+# transfers), so 540 leaves the 15-minute lease ~4 minutes after a 1-2 minute start for a second
+# call on the still-warm machine. Each phase of `all` runs under its cap (timeout kills the whole
+# phase), and its runs under sub-caps that add up to 5 s less (the phase's own work). `caps`
+# prints them and checks the sums; gpu_session_rehearse.sh runs it.
+BUDGET=${ABLATE_ALL_BUDGET:-540}
+CAP_SETUP=20                 # unpack, env.txt, do the carried binaries start (the rest of setup)
+CAP_TEST=170                 # (1) the gpu label: op tests, then model and training tests
+CAP_TEST_HOST=5              #     trainer_cuda_host_test
+CAP_TEST_OPS=50              #     CudaOps, attention masks and choice, optimizer, dist. Muon
+CAP_TEST_MODEL=90            #     24 knob cases, trajectory against the CPU, resume
+CAP_TEST_REST=10             #     whatever a later test adds (no filter above matches it)
+CAP_TEST_NCCL=10             #     trainer_multi_gpu_test at world size 1
+CAP_TORCH=210                # (2) r20 full step: ablate's, then PyTorch's (torch.compile)
+CAP_TORCH_ABLATE=55          #     trainer_gpu_bench --skip-ops: 2 warm-up + 2 x 4 steps
+CAP_TORCH_PYTORCH=150        #     torch_step_bench.py: compile (1-2 min) + 1 warm-up + 4 steps
+CAP_E2E=80                   # (3) ablate-train r20 tiny, 150 steps
+CAP_E2E_CUDA=35              #     --backend cuda
+CAP_E2E_CPU=40               #     --backend cpu (16 cores there)
+CAP_OPS=60                   # (4) the per-op table at r20 full (no step)
+CAP_OPS_RUN=55
+# Outside `all` (second call or by hand): each run's cap.
+CAP_SANITIZE_RUN=${ABLATE_SANITIZE_CAP:-150}
+CAP_BUILD=${ABLATE_BUILD_CAP:-420}
+
 die() { echo "gpu_session: $*" >&2; exit 1; }
+
+# A cap in seconds, cut to what is left of the current phase of `all` (ABLATE_PHASE_END, epoch
+# seconds; none outside `all`), so that no run outlives its phase.
+clip() {
+  local cap=$1 left
+  if [ -n "${ABLATE_PHASE_END:-}" ]; then
+    left=$((ABLATE_PHASE_END - $(date +%s) - 2))
+    [ "$left" -lt "$cap" ] && cap=$left
+    [ "$cap" -lt 1 ] && cap=1
+  fi
+  echo "$cap"
+}
 
 # ---- here ----------------------------------------------------------------------------------
 
@@ -84,10 +137,29 @@ libgtest-dev libgmock-dev libopenblas-dev)"
 # The GPU binaries, built here by the compiler the code is checked with (warnings are errors),
 # against the carried libraries' names (rpath into $DEPS/lib), so the device can run them as
 # they are.
+# ABLATE_CARRY_BUILD=<dir>: take the binaries of that (top-level or trainer-only) build instead;
+# it must have CUDA and -DABLATE_TRAINER_NATIVE=OFF (-march=native code may not run on the
+# device's processor).
 pack_binaries() {
   local build=$ROOT/build-gpu-carry
+  if [ -n "${ABLATE_CARRY_BUILD:-}" ]; then
+    build=$(cd "$ABLATE_CARRY_BUILD" && pwd) || die "prepare: no build folder $ABLATE_CARRY_BUILD"
+    grep -q '^ABLATE_TRAINER_NATIVE:BOOL=OFF' "$build/CMakeCache.txt" ||
+      die "prepare: $build was not configured with -DABLATE_TRAINER_NATIVE=OFF"
+    local stage=$CARRY/bin-stage b found
+    rm -rf "$stage" && mkdir -p "$stage/tests"
+    for b in "${BINARIES[@]}"; do
+      found=$(find "$build" -name "$(basename "$b")" -type f -perm -u+x 2>/dev/null | head -1)
+      [ -n "$found" ] || die "prepare: $build has no $(basename "$b") (build it first)"
+      cp "$found" "$stage/$b"
+    done
+    tar czf "$BIN_TGZ" -C "$stage" "${BINARIES[@]}" || die "prepare: cannot pack the binaries"
+    rm -rf "$stage"
+    return
+  fi
   environment
-  WERROR=ON BUILD=$build build_from_source || die "prepare: the GPU build failed here (build.log)"
+  CAP_BUILD=36000 WERROR=ON BUILD=$build build_from_source ||
+    die "prepare: the GPU build failed here (build.log)"
   tar czf "$BIN_TGZ" -C "$build" "${BINARIES[@]}" || die "prepare: cannot pack the binaries"
 }
 
@@ -99,10 +171,134 @@ prepare() {
   { git -C "$ROOT" log -1 --format='%h %cd %s' --date=iso
     git -C "$ROOT" status --short -- trainer tests/trainer bench/trainer_gpu scripts; } \
     > "$CARRY/commit.txt"
-  grep -qx '/.gpu-deps/' "$ROOT/.git/info/exclude" 2>/dev/null ||
-    echo '/.gpu-deps/' >> "$ROOT/.git/info/exclude"
+  git -C "$ROOT" check-ignore -q .gpu-deps/deps.tar.gz ||
+    die "prepare: .gpu-deps is not ignored by git (.gitignore): it would travel twice"
   du -ch "$CARRY"/*.tar.gz
+  check_carry
   echo "gpu_session: packed $CARRY; carry .gpu-deps (the device tool's limit is 64 MiB in all)"
+}
+
+# ---- what the carried binaries need, against the device (Ubuntu 24.04) -------------------------
+
+# The device's base system: these libraries are there (glibc 2.39, GCC 14's libstdc++ and
+# libgcc_s); every other NEEDED library must be in the carried lib/. libcuda and cuBLASLt are
+# opened at run time (dlopen), never NEEDED.
+BASE_LIBS=" libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2 "
+BASE_LIBS+="libstdc++.so.6 libgcc_s.so.1 "
+MAX_VERSIONS=(GLIBC_2.39 GLIBCXX_3.4.33 CXXABI_1.3.15 GCC_14.0.0)
+
+# Prints the highest symbol version each ELF file in $@ asks for, per prefix, and fails when one
+# is newer than the device's or a NEEDED library is neither carried ($libdir) nor in BASE_LIBS.
+check_elves() {
+  local libdir=$1; shift
+  local f lib max want got bad=0
+  for f in "$@"; do
+    for lib in $(readelf -d "$f" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+      case "$BASE_LIBS" in *" $lib "*) continue ;; esac
+      [ -e "$libdir/$lib" ] && continue
+      echo "  $(basename "$f"): needs $lib, which is neither carried nor in the device's base"
+      bad=1
+    done
+    for max in "${MAX_VERSIONS[@]}"; do
+      want=${max%_*}_
+      got=$(objdump -T "$f" | grep -o "$want[0-9][0-9.]*" | sort -uV | tail -1)
+      [ -n "$got" ] || continue
+      if [ "$(printf '%s\n%s\n' "$got" "$max" | sort -V | tail -1)" != "$max" ]; then
+        echo "  $(basename "$f"): needs $got, newer than the device's $max"
+        bad=1
+      else
+        printf '  %-26s %-16s (device %s)\n' "$(basename "$f")" "$got" "$max"
+      fi
+    done
+  done
+  return $bad
+}
+
+check_carry() {
+  [ -f "$BIN_TGZ" ] && [ -f "$DEPS_TGZ" ] || die "check: run 'scripts/gpu_session.sh prepare' first"
+  local tmp rc
+  tmp=$(mktemp -d)
+  tar xzf "$BIN_TGZ" -C "$tmp" && mkdir "$tmp/deps" && tar xzf "$DEPS_TGZ" -C "$tmp/deps" ./lib ||
+    { rm -rf "$tmp"; die "check: cannot unpack $CARRY"; }
+  echo "gpu_session: what the carried files need (base: glibc, libstdc++, libgcc_s)"
+  local elves=()
+  for b in "${BINARIES[@]}"; do [ -f "$tmp/$b" ] && elves+=("$tmp/$b"); done
+  for b in "$tmp"/deps/lib/*.so*; do [ -L "$b" ] || elves+=("$b"); done
+  check_elves "$tmp/deps/lib" "${elves[@]}"
+  rc=$?
+  rm -rf "$tmp"
+  [ $rc -eq 0 ] || die "check: the carried binaries would not start on the device (above)"
+  echo "gpu_session: check ok: every NEEDED library is carried or in the base system"
+}
+
+# ---- all: the first call --------------------------------------------------------------------
+
+caps() {
+  local bad=0
+  check_sum() {
+    local name=$1 cap=$2 sum=0 c; shift 2
+    for c in "$@"; do sum=$((sum + c)); done
+    printf '  %-7s cap %4d s, its runs %4d s (%s)\n' "$name" "$cap" "$sum" "$*"
+    [ "$sum" -le $((cap - 5)) ] || { echo "  $name: its runs' caps exceed its cap - 5 s"; bad=1; }
+  }
+  echo "gpu_session: the caps of 'all' (budget $BUDGET s)"
+  printf '  %-7s cap %4d s\n' setup "$CAP_SETUP"
+  check_sum test "$CAP_TEST" "$CAP_TEST_HOST" "$CAP_TEST_OPS" "$CAP_TEST_MODEL" "$CAP_TEST_REST" \
+    "$CAP_TEST_NCCL"
+  check_sum torch "$CAP_TORCH" "$CAP_TORCH_ABLATE" "$CAP_TORCH_PYTORCH"
+  check_sum e2e "$CAP_E2E" "$CAP_E2E_CUDA" "$CAP_E2E_CPU"
+  check_sum ops "$CAP_OPS" "$CAP_OPS_RUN"
+  local total=$((CAP_SETUP + CAP_TEST + CAP_TORCH + CAP_E2E + CAP_OPS))
+  echo "  total   $total s of the budget's $BUDGET s (the call: timeout_s $((BUDGET + 30)))"
+  [ "$total" -le "$BUDGET" ] || { echo "  the phases' caps exceed the budget"; bad=1; }
+  [ "$BUDGET" -le 540 ] || { echo "  the budget is over 9 minutes"; bad=1; }
+  return $bad
+}
+
+# One phase of `all` in a child of this script under its cap (cut to what is left of the
+# budget); a line per phase goes to summary.txt.
+all_run() {
+  local name=$1 cap=$2 started=$SECONDS left rc
+  left=$((DEADLINE - SECONDS))
+  if [ "$left" -lt 15 ]; then
+    printf '%-6s skipped: %d s left of the budget\n' "$name" "$left" | tee -a "$OUT/summary.txt"
+    return
+  fi
+  [ "$cap" -gt "$left" ] && cap=$left
+  echo "==== phase $name (cap $cap s; $left s left of $BUDGET)"
+  ABLATE_BIN=$BIN ABLATE_PHASE_END=$(( $(date +%s) + cap )) \
+    timeout -k 5 "$cap" bash "$ROOT/scripts/gpu_session.sh" "_$name"
+  rc=$?
+  printf '%-6s exit %3d after %3d s (cap %3d s)%s\n' "$name" "$rc" $((SECONDS - started)) "$cap" \
+    "$([ "$rc" = 124 ] && echo ': cut at its cap')" >> "$OUT/summary.txt"
+}
+
+all_phases() {
+  DEADLINE=$((SECONDS + BUDGET))
+  local t0=$SECONDS
+  : > "$OUT/summary.txt"
+  # Setup: unpack, env.txt, and whether the carried binaries start (else a build, capped so that
+  # at least the test phase keeps its time).
+  environment
+  record_env > /dev/null
+  CAP_BUILD=$(( BUDGET - CAP_SETUP - CAP_TEST < CAP_BUILD ? BUDGET - CAP_SETUP - CAP_TEST : CAP_BUILD ))
+  binaries
+  printf '%-6s %3d s (cap %d s): binaries in %s\n' setup $((SECONDS - t0)) "$CAP_SETUP" "$BIN" \
+    >> "$OUT/summary.txt"
+  all_run test "$CAP_TEST"
+  all_run torch "$CAP_TORCH"
+  all_run e2e "$CAP_E2E"
+  all_run ops "$CAP_OPS"
+  {
+    echo "---- in $((SECONDS - t0)) s of the budget's $BUDGET s; the figures:"
+    grep -hE '^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]|^== .*exit|drift' \
+      "$OUT/test.log" 2>/dev/null
+    grep -hE 'ms/step|tok/s|MFU|^torch|^exit' "$OUT/torch.log" 2>/dev/null | cut -c1-160
+    grep -hE '^== |exit|"event":"end"' "$OUT/e2e.log" 2>/dev/null | cut -c1-200
+    grep -hE '^exit' "$OUT/ops.log" 2>/dev/null
+  } >> "$OUT/summary.txt"
+  echo "==== summary ($OUT/summary.txt)"
+  cat "$OUT/summary.txt"
 }
 
 # The device build as the device would run it, with what Debian installed for the -dev packages
@@ -184,7 +380,7 @@ record_env() {
 build_from_source() {
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
-  local targets=(ablate-train ablate-data trainer_cuda_test trainer_cuda_host_test trainer_gpu_bench)
+  local targets=(ablate-train trainer_cuda_test trainer_cuda_host_test trainer_gpu_bench)
   {
     cmake -S "$ROOT/trainer" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$DEPS" -DABLATE_WERROR="${WERROR:-OFF}" \
@@ -192,7 +388,7 @@ build_from_source() {
       -DABLATE_JSON_INCLUDE_DIR="$DEPS/include" -DABLATE_CLI11_INCLUDE_DIR="$DEPS/include" \
       -DGTEST_ROOT="$DEPS" -DGTest_ROOT="$DEPS" \
       -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$DEPS/lib -Wl,-rpath,$DEPS/lib" &&
-    cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" &&
+    timeout -k 5 "$CAP_BUILD" cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" &&
     if cmake --build "$BUILD" --target help | grep -q trainer_multi_gpu_test; then
       cmake --build "$BUILD" -j "$JOBS" --target trainer_multi_gpu_test
     else
@@ -224,11 +420,12 @@ binaries() {
   BIN=$BUILD
 }
 
-# gtest's XML per binary goes to $OUT/gtest-<name>.xml only for the test phase (file budget).
+# Runs one test binary under `cap` seconds; exit 124 means the cap cut it.
 gtest() {
-  local name=$1; shift
-  echo "== $name $*"
-  ablate timeout "${PHASE_TIMEOUT:-420}" "$BIN/tests/$name" "$@"
+  local cap name=$2
+  cap=$(clip "$1"); shift 2
+  echo "== $name $* (cap $cap s)"
+  ablate timeout -k 3 "$cap" "$BIN/tests/$name" "$@"
   local rc=$?
   echo "== $name exit $rc"
   return $rc
@@ -236,22 +433,23 @@ gtest() {
 
 test_phase() {
   if [ -n "${ABLATE_FILTER:-}" ]; then  # a re-run of chosen tests only
-    gtest trainer_cuda_test --gtest_filter="$ABLATE_FILTER" 2>&1 | tee "$OUT/test.log" |
+    gtest "$CAP_TEST_MODEL" trainer_cuda_test --gtest_filter="$ABLATE_FILTER" 2>&1 |
+      tee "$OUT/test.log" |
       grep -E '^== |^\[  (FAILED|PASSED|SKIPPED) |Failure|drift'
     return
   fi
   {
     # The op tests first (the quickest to point at a broken kernel), then model and training.
-    gtest trainer_cuda_host_test
-    GTEST_OUTPUT=xml:$OUT/gtest_ops.xml gtest trainer_cuda_test \
+    gtest "$CAP_TEST_HOST" trainer_cuda_host_test
+    gtest "$CAP_TEST_OPS" trainer_cuda_test \
       --gtest_filter='CudaOps.*:Masks/CudaAttention.*:CudaAttentionChoice.*:CudaOptim.*:CudaDistMuon.*'
-    GTEST_OUTPUT=xml:$OUT/gtest_model.xml gtest trainer_cuda_test \
+    gtest "$CAP_TEST_MODEL" trainer_cuda_test \
       --gtest_filter='Knobs/CudaModel.*:CudaTraining.*:CudaResume*.*'
     # Whatever the two filters above missed (a test added later), so nothing goes unrun.
-    gtest trainer_cuda_test \
+    gtest "$CAP_TEST_REST" trainer_cuda_test \
       --gtest_filter='-CudaOps.*:Masks/CudaAttention.*:CudaAttentionChoice.*:CudaOptim.*:CudaDistMuon.*:Knobs/CudaModel.*:CudaTraining.*:CudaResume*.*'
     if [ -x "$BIN/tests/trainer_multi_gpu_test" ]; then
-      gtest trainer_multi_gpu_test --gtest_filter="$ONE_GPU_FILTER"
+      gtest "$CAP_TEST_NCCL" trainer_multi_gpu_test --gtest_filter="$ONE_GPU_FILTER"
     fi
   } 2>&1 | tee "$OUT/test.log" | grep -E '^== |^\[  (FAILED|PASSED|SKIPPED) |Failure|drift'
 }
@@ -260,7 +458,7 @@ multi_phase() {
   [ -x "$BIN/tests/trainer_multi_gpu_test" ] || die "no trainer_multi_gpu_test (no nccl.h?)"
   {
     nvidia-smi -L
-    PHASE_TIMEOUT=480 gtest trainer_multi_gpu_test --gtest_filter="-$ONE_GPU_FILTER"
+    gtest 480 trainer_multi_gpu_test --gtest_filter="-$ONE_GPU_FILTER"
   } 2>&1 | tee "$OUT/multi.log" | grep -E '^== |^\[  (FAILED|PASSED|SKIPPED) |Failure|GPU'
 }
 
@@ -272,7 +470,7 @@ sanitize_phase() {
   run_sanitizer() {
     local tool=$1 filter=$2
     echo "== $tool: $filter"
-    ablate timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin" \
+    ablate timeout -k 3 "$CAP_SANITIZE_RUN" compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin" \
       --gtest_filter="$filter" 2>&1 | tail -30
     echo "$tool exit ${PIPESTATUS[0]}"
   }
@@ -311,12 +509,15 @@ write("train_000.bin", tokens[:split])
 write("val_000.bin", tokens[split:])
 PY
   {
+    local backend cap
     for backend in cuda cpu; do
-      echo "== ablate-train r20-sub3min tiny, --backend $backend, 150 steps"
-      ablate timeout 200 "$BIN/ablate-train" --preset r20-sub3min --scale tiny --max-steps 150 \
+      cap=$CAP_E2E_CUDA; [ $backend = cpu ] && cap=$CAP_E2E_CPU
+      cap=$(clip "$cap")
+      echo "== ablate-train r20-sub3min tiny, --backend $backend, 150 steps (cap $cap s)"
+      ablate timeout -k 3 "$cap" "$BIN/ablate-train" --preset r20-sub3min --scale tiny --max-steps 150 \
         --backend $backend --threads "$JOBS" --train "$data/train_*.bin" --val "$data/val_*.bin" 2>&1 |
         grep -E '"event":"(start|val|end|error)"|step (1|50|100|150)/' | cut -c1-400
-      echo "exit ${PIPESTATUS[0]}"
+      echo "exit ${PIPESTATUS[0]} (cap $cap s)"
     done
   } > "$OUT/e2e.log" 2>&1
   grep -E "exit|val_loss|error" "$OUT/e2e.log" | cut -c1-200
@@ -328,20 +529,38 @@ PY
 # torch_step_bench.py over the reference model of tests/reference/ablate_ref.py with
 # flex_attention, under torch.compile.
 torch_phase() {
-  local py=${ABLATE_TORCH_PYTHON:-python3} cfg=$DEPS/r20-sub3min-full.json
+  local py=${ABLATE_TORCH_PYTHON:-python3} cfg=$DEPS/r20-sub3min-full.json cap
   {
-    "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
-torch.cuda.get_device_name(0))' || { echo "gpu_session: no PyTorch with CUDA in $py"; exit 0; }
-    ablate "$BIN/trainer_gpu_bench" --preset r20-sub3min --scale full --dump-config "$cfg" ||
-      { echo "gpu_session: cannot write $cfg"; exit 0; }
     echo "== ablate: trainer_gpu_bench r20-sub3min full (one 65,536-token sequence per micro-step)"
-    ablate timeout 240 "$BIN/trainer_gpu_bench" --preset r20-sub3min --scale full --steps 5 --skip-ops
-    echo "exit $?"
+    cap=$(clip "$CAP_TORCH_ABLATE")
+    ablate timeout -k 3 "$cap" "$BIN/trainer_gpu_bench" --preset r20-sub3min --scale full \
+      --steps 4 --skip-ops
+    echo "exit $? (cap $cap s)"
     echo "== PyTorch: torch_step_bench.py, same config, same GPU"
-    PYTHONUNBUFFERED=1 timeout 300 "$py" "$ROOT/bench/trainer_gpu/torch_step_bench.py" \
-      --config "$cfg" --steps 5 --warmup 2
-    echo "exit $?"
+    if ! "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+torch.cuda.get_device_name(0))'; then
+      echo "gpu_session: no PyTorch with CUDA in $py: PyTorch's half is skipped"
+    elif ! ablate "$BIN/trainer_gpu_bench" --preset r20-sub3min --scale full --dump-config "$cfg"
+    then
+      echo "gpu_session: cannot write $cfg"
+    else
+      cap=$(clip "$CAP_TORCH_PYTORCH")
+      PYTHONUNBUFFERED=1 timeout -k 3 "$cap" "$py" "$ROOT/bench/trainer_gpu/torch_step_bench.py" \
+        --config "$cfg" --steps 4 --warmup 1
+      echo "exit $? (cap $cap s)"
+    fi
   } 2>&1 | tee "$OUT/torch.log"
+}
+
+# The per-op table at the r20 full shape, without the step (the torch phase timed it).
+ops_phase() {
+  local cap
+  cap=$(clip "$CAP_OPS_RUN")
+  {
+    ablate timeout -k 3 "$cap" "$BIN/trainer_gpu_bench" --preset r20-sub3min --scale full \
+      --skip-step
+    echo "exit $? (cap $cap s)"
+  } 2>&1 | tee "$OUT/ops.log"
 }
 
 bench_phase() {
@@ -353,13 +572,22 @@ bench_phase() {
   } 2>&1 | tee "$OUT/bench.log"
 }
 
-usage="usage: scripts/gpu_session.sh prepare | rehearse | build | {test|torch|bench|sanitize|e2e|multi}"
+usage="usage: scripts/gpu_session.sh prepare | check | caps | rehearse | build | all |
+  {test|torch|e2e|ops|bench|sanitize|multi}"
 [ $# -eq 1 ] || die "$usage (one phase per call)"
 case $1 in
   prepare) prepare ;;
+  check) check_carry ;;
+  caps) caps ;;
   rehearse) rehearse ;;
   build) environment && record_env >/dev/null && ABLATE_FORCE_BUILD=1 binaries ;;
-  test|torch|bench|sanitize|e2e|multi)
+  all) caps > /dev/null || die "the caps do not fit the budget: scripts/gpu_session.sh caps"
+       all_phases ;;
+  _test|_torch|_e2e|_ops)  # a phase of `all`: set up by all_phases, binaries in ABLATE_BIN
+    environment
+    BIN=${ABLATE_BIN:?}
+    "${1#_}_phase" ;;
+  test|torch|bench|sanitize|e2e|ops|multi)
     environment
     record_env
     binaries

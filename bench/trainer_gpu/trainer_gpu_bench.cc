@@ -3,7 +3,8 @@
 // per 524,288-token step) in ms/step, tokens/s and MFU, next to the bf16 GEMM rate cuBLASLt
 // reaches on this GPU in the same run; then per-op timings at the preset's shape.
 //   trainer_gpu_bench [--preset P] [--scale full|small|tiny] [--steps N] [--peak-tflops F]
-//                     [--device I] [--skip-ops] [--dump-config F (canonical config to F, exit)]
+//                     [--device I] [--skip-ops] [--skip-step]
+//                     [--dump-config F (canonical config to F, exit)]
 // MFU counts the model's FLOPs (6 per weight per token, plus causal attention over the keys each
 // query actually sees under the run's masks), not the recomputation the kernels do.
 #include <algorithm>
@@ -47,6 +48,7 @@ struct Options {
   double peak_tflops = 989;  // H100 SXM dense bf16, datasheet
   int device = 0;
   bool ops = true;
+  bool step = true;  // --skip-step: only the GEMM ceiling and the per-op table
   std::string dump_config;  // --dump-config F: write the canonical config and exit
 };
 
@@ -430,6 +432,8 @@ Options Parse(int argc, char** argv) {
       o.device = std::atoi(next().c_str());
     else if (a == "--skip-ops")
       o.ops = false;
+    else if (a == "--skip-step")
+      o.step = false;
     else if (a == "--dump-config")
       o.dump_config = next();
     else {
@@ -458,7 +462,7 @@ int main(int argc, char** argv) {
               double(d.total_memory) / 1e9);
   double ceiling = GemmCeilingTflops(*ctx);
   std::printf("cuBLASLt bf16 8192^3: %.1f TFLOP/s\n", ceiling);
-  BenchStep(*ctx, o, ceiling);
+  if (o.step) BenchStep(*ctx, o, ceiling);
   if (o.ops) BenchOps(*ctx, o);
   return 0;
 }

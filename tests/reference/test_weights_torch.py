@@ -1,10 +1,14 @@
 #!/usr/bin/python3
 """Weights between ablate and PyTorch (python3-torch): for configs that use each record's names
-(r8-r11 transformer.h.*, r18 blocks.* with value_embeds.embed.k, r20 qkv_w) and bf16 storage,
+(r8-r11 transformer.h.*, r18 blocks.* with value_embeds.embed.k, r20 qkv_w and, as r18,
+value_embeds.embed.k) and bf16 storage,
   torch -> ablate: a state_dict with the record's names, saved as safetensors by torch code,
                    loaded by ablate (trainer_parity --weights): same logits as the reference;
   ablate -> torch: ablate saves (trainer_parity --save-weights), torch loads: the record's names,
-                   shapes and dtypes, and the reference's logits from them equal ablate's.
+                   shapes and dtypes, and the reference's logits from them equal ablate's;
+                   the file loads strictly (load_state_dict(strict=True)) into a module tree
+                   built with the records' own attribute names (record_module), so a name that
+                   both directions get wrong the same way still fails.
 Usage: test_weights_torch.py TRAINER_PARITY_BIN WORK_DIR. Exits 77 without torch."""
 
 import os
@@ -34,7 +38,7 @@ def record_name(cfg, name):
              "r8")
     if name == "embed.weight":
         return "transformer.wte.weight" if style == "r8" else "embed.weight"
-    if name.startswith("value_embeds.") and style == "r18":
+    if name.startswith("value_embeds.") and style in ("r18", "r20"):
         return "value_embeds.embed." + name[len("value_embeds."):]
     if not name.startswith("blocks."):
         return name
@@ -56,6 +60,61 @@ def record_state_dict(cfg, P):
             t = t.reshape(())  # nn.Parameter(torch.tensor(0.5))
         sd[record_name(cfg, name)] = t.to(torch.bfloat16) if ref.stored_bf16(cfg, group) else t
     return sd
+
+
+def record_module(cfg):
+    """An uninitialised module tree with the attribute names of the records' GPT (r8-r11:
+    transformer.wte/h, attn.c_q.., attn.lamb; r17-r18: embed, value_embeds = ValueEmbedding with
+    .embed = ModuleList, blocks, attn.lambdas; r20: as r18 with attn.qkv_w), written from the
+    records' train_gpt.py rather than from record_name, so strict loading checks the names."""
+    nn = torch.nn
+    L, d, r = cfg["n_layer"], cfg["model_dim"], cfg["mlp_ratio"]
+    style = ("r20" if cfg["merged_qkv"] else
+             "r18" if cfg["value_embeds"] or cfg["skip_attn_layers"] or cfg["doc_masking"] else
+             "r8")
+
+    def weight(*shape):
+        m = nn.Module()
+        m.weight = nn.Parameter(torch.empty(*shape))
+        return m
+
+    def block(i):
+        b = nn.Module()
+        if ref.is_attention_layer(cfg, i):
+            a = nn.Module()
+            if style == "r20":
+                a.qkv_w = nn.Parameter(torch.empty(3, d, d))
+            else:
+                a.c_q, a.c_k, a.c_v = weight(d, d), weight(d, d), weight(d, d)
+            a.c_proj = weight(d, d)
+            if cfg["value_residual"]:
+                a.lamb = nn.Parameter(torch.empty(()))
+            if cfg["value_embeds"]:
+                a.lambdas = nn.Parameter(torch.empty(2))
+            b.attn = a
+        b.mlp = nn.Module()
+        b.mlp.c_fc, b.mlp.c_proj = weight(r * d, d), weight(d, r * d)
+        if cfg["embed_shortcut"]:
+            b.lambdas = nn.Parameter(torch.empty(2))
+        return b
+
+    gpt = nn.Module()
+    ve = ref.embed_vocab(cfg)
+    if style == "r8":
+        gpt.transformer = nn.ModuleDict({"wte": weight(ve, d),
+                                         "h": nn.ModuleList(block(i) for i in range(L))})
+    else:
+        gpt.embed = weight(ve, d)
+        if cfg["value_embeds"]:
+            gpt.value_embeds = nn.Module()  # class ValueEmbedding: self.embed = nn.ModuleList
+            gpt.value_embeds.embed = nn.ModuleList(weight(ve, d)
+                                                   for _ in range(cfg["value_embeds"]))
+        gpt.blocks = nn.ModuleList(block(i) for i in range(L))
+    if cfg["unet_skips"]:
+        gpt.skip_weights = nn.Parameter(torch.empty(L // 2))
+    if not cfg["tie_embeddings"]:
+        gpt.lm_head = weight(cfg["vocab_size"], d)
+    return gpt
 
 
 CONFIGS = {
@@ -99,6 +158,7 @@ class WeightsRoundTrip(unittest.TestCase):
         loaded, meta = safetensors_io.load_file(w2)
         want = record_state_dict(cfg, P)
         self.assertEqual(sorted(loaded), sorted(want))
+        record_module(cfg).load_state_dict(loaded, strict=True)  # names and shapes
         for k, t in want.items():
             self.assertEqual(loaded[k].dtype, t.dtype, k)
             self.assertEqual(tuple(loaded[k].shape), tuple(t.shape), k)

@@ -437,14 +437,34 @@ TEST_F(CudaOps, ChunkedHeadAtTheRecordVocabularyMatchesCpuHead) {
   ExpectChunkedHeadMatchesCpu(ctx(), 700, 768, 50304, 192);
 }
 
-TEST_F(CudaOps, LossAccumulateAddsTheMeanOverTheDivisor) {
-  int64_t n = 3000;
-  std::vector<float> losses = Random(n, 0.5f, 4.f);
-  DeviceTensor<float> d_losses(ctx(), losses), d_acc(ctx(), std::vector<float>{0.5f});
+// The reported loss is summed in double (CPU twin: cpu::mean_loss); a float sum was off by
+// ~1e-3 of the loss at 65,536 tokens.
+TEST_F(CudaOps, LossAccumulateAddsTheMeanOverTheDivisorInDouble) {
+  int64_t n = 65536;
+  std::vector<float> losses = Random(n, 0.5f, 12.f);
+  DeviceTensor<float> d_losses(ctx(), losses);
+  DeviceTensor<double> d_acc(ctx(), std::vector<double>{0.5});
   ABLATE_EXPECT_OP(ctx(), cuda::loss_accumulate(ctx(), d_acc.get(), d_losses.get(), n, 4));
-  double sum = 0;
+  double acc = 0;
+  ASSERT_TRUE(ctx().ToHost(&acc, d_acc.get(), sizeof(double)).ok());
+  long double sum = 0;
   for (float l : losses) sum += l;
-  EXPECT_NEAR(d_acc.Get()[0], 0.5 + sum / double(n) / 4.0, 1e-5);
+  EXPECT_NEAR(acc, 0.5 + double(sum / n) / 4.0, 1e-12);
+
+  // A 65,536-token batch of equal losses: exact (the r20 first step, 10.8258399).
+  d_losses.Set(std::vector<float>(size_t(n), 10.8258399f));
+  d_acc.Set(std::vector<double>{0.0});
+  ABLATE_EXPECT_OP(ctx(), cuda::loss_accumulate(ctx(), d_acc.get(), d_losses.get(), n, 1));
+  ASSERT_TRUE(ctx().ToHost(&acc, d_acc.get(), sizeof(double)).ok());
+  EXPECT_EQ(acc, double(10.8258399f));
+
+  // loss_move hands the float on and clears the accumulator.
+  DeviceTensor<float> d_out(ctx(), 1);
+  d_out.Poison();
+  ABLATE_EXPECT_OP(ctx(), cuda::loss_move(ctx(), d_out.get(), d_acc.get()));
+  EXPECT_EQ(d_out.Get()[0], 10.8258399f);
+  ASSERT_TRUE(ctx().ToHost(&acc, d_acc.get(), sizeof(double)).ok());
+  EXPECT_EQ(acc, 0.0);
 }
 
 TEST_F(CudaOps, ConversionsAndQkvSplitAreExact) {

@@ -2,12 +2,14 @@
 // against central finite differences, with each knob of MODEL.md turned on in turn.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "tests/trainer/grad_check.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/parallel.h"
+#include "trainer/cpu/softcap_cross_entropy.h"
 #include "trainer/model/gpt.h"
 #include "trainer/model/window_schedule.h"
 
@@ -71,6 +73,47 @@ TEST_P(ModelGrad, MatchesFiniteDifferences) {
     EXPECT_LT(testing::MaxRelError(x, fx, g, 1e-5, 24), 1e-5) << info.name;
     std::copy(x.begin(), x.end(), p.begin() + info.offset);
   }
+}
+
+// The reported loss is the float64 mean of the per-token losses (issue 27: a sequential float
+// sum reported r20's first step as 10.8258829 where the mean is 10.8258399, and was off by
+// -7.8e-3 on 65,536 equal losses).
+TEST(ReportedLoss, EqualLossesOfA65536TokenBatchAverageExactly) {
+  std::vector<float> losses(65536, 10.8258399f);
+  EXPECT_EQ(cpu::mean_loss(losses.data(), int64_t(losses.size())), double(10.8258399f));
+}
+
+TEST(ReportedLoss, ModelLossIsTheFloat64MeanOfItsTokenLosses) {
+  int64_t b = 512, t = 128;  // 65,536 tokens, as one r20 micro-step
+  ModelConfig m = Tiny({{"n_layer", 1},
+                        {"model_dim", 8},
+                        {"head_dim", 4},
+                        {"vocab_size", 128},
+                        {"seq_len", t},
+                        {"batch_tokens", b * t},
+                        {"device_batch_tokens", b * t}});
+  Gpt<float> gpt(m, b, t);
+  std::vector<double> init = testing::RandomVec(int64_t(gpt.params().size()), 7, -0.5, 0.5);
+  std::copy(init.begin(), init.end(), gpt.params().begin());
+  std::vector<int32_t> tokens = Tokens(b, t, m.embed_vocab_size);
+  std::vector<int64_t> windows = LayerWindowBlocks(m, 0, 10);
+
+  float loss = gpt.Forward(tokens.data(), windows);
+  const std::vector<float>& losses = gpt.losses();
+  ASSERT_EQ(int64_t(losses.size()), b * t);
+  long double ref = 0;
+  for (float l : losses) ref += l;
+  ref /= (long double)losses.size();
+  EXPECT_NEAR(loss, double(ref), 1e-6);
+
+  // A zero head gives every token the same loss (log V): the mean is that loss, exactly.
+  const ParamInfo* head = gpt.layout().Find("lm_head.weight");
+  ASSERT_NE(head, nullptr);
+  std::fill_n(gpt.params().begin() + head->offset, head->numel, 0.f);
+  loss = gpt.Forward(tokens.data(), windows);
+  ASSERT_EQ(*std::min_element(gpt.losses().begin(), gpt.losses().end()),
+            *std::max_element(gpt.losses().begin(), gpt.losses().end()));
+  EXPECT_EQ(loss, gpt.losses()[0]);
 }
 
 INSTANTIATE_TEST_SUITE_P(

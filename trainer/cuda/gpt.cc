@@ -140,8 +140,9 @@ Status Gpt::AllocateAll() {
   ABLATE_RETURN_IF_ERROR(Alloc(&lf_, bt * c, "final norm"));
   ABLATE_RETURN_IF_ERROR(Alloc(&lf_rstd_, bt, "final norm"));
   ABLATE_RETURN_IF_ERROR(Alloc(&losses_, bt, "losses"));
-  ABLATE_RETURN_IF_ERROR(Alloc(&loss_acc_, 1, "loss accumulator"));
-  ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_, 0, 4, ctx_.stream()));
+  ABLATE_RETURN_IF_ERROR(loss_acc_.Allocate(1, "loss accumulator"));
+  allocated_ += loss_acc_.bytes();
+  ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_.get(), 0, sizeof(double), ctx_.stream()));
   LmHeadScratch& hs = head_scratch_;
   hs.chunk_rows = HeadChunkRows(bt, m_.vocab_size);
   ABLATE_RETURN_IF_ERROR(Alloc(&hs.logits, hs.chunk_rows * m_.vocab_size, "head logits"));
@@ -220,17 +221,13 @@ Status Gpt::CopyDevice(float* dst, const float* src, int64_t n) {
 }
 
 Result<float> Gpt::TakeLoss() {
-  float loss = 0.f;
-  ABLATE_RETURN_IF_ERROR(ctx_.ToHost(&loss, loss_acc_, 4));
-  ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_, 0, 4, ctx_.stream()));
-  return loss;
+  double loss = 0.0;
+  ABLATE_RETURN_IF_ERROR(ctx_.ToHost(&loss, loss_acc_.get(), sizeof(double)));
+  ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_.get(), 0, sizeof(double), ctx_.stream()));
+  return float(loss);
 }
 
-Status Gpt::MoveLoss(float* dst) {
-  ABLATE_CUDA_CHECK(cudaMemcpyAsync(dst, loss_acc_, 4, cudaMemcpyDeviceToDevice, ctx_.stream()));
-  ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_, 0, 4, ctx_.stream()));
-  return {};
-}
+Status Gpt::MoveLoss(float* dst) { return loss_move(ctx_, dst, loss_acc_.get()); }
 
 Status Gpt::GetLosses(float* host) { return ctx_.ToHost(host, losses_, n_ * 4); }
 
@@ -428,7 +425,7 @@ Status Gpt::HeadForward(const float* x, int64_t divisor, bool train) {
     ABLATE_RETURN_IF_ERROR(lm_head_forward(ctx_, losses_, lf_, W(head_), targets_, n_, c, v,
                                            m_.softcap, head_scratch_));
   }
-  return loss_accumulate(ctx_, loss_acc_, losses_, n_, divisor);
+  return loss_accumulate(ctx_, loss_acc_.get(), losses_, n_, divisor);
 }
 
 }  // namespace ablate::cuda

@@ -147,7 +147,8 @@ class Gpt {
   const float* x_last_ = nullptr;
   bf16* lf_ = nullptr;  // (BT, C)
   float* lf_rstd_ = nullptr;
-  float *losses_ = nullptr, *loss_acc_ = nullptr;  // (BT), (1)
+  float* losses_ = nullptr;  // (BT)
+  DeviceBuffer<double> loss_acc_;  // (1): the reported loss, summed in double
   LmHeadScratch head_scratch_;
   bf16* qkv_ = nullptr;  // (BT, 3C): the QKV product, then d(qkv) in the backward
   bf16* act_ = nullptr;  // (BT, F): act(fc), recomputed per layer in the backward

@@ -45,6 +45,11 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
+__device__ __forceinline__ double WarpSum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 __device__ __forceinline__ float WarpMax(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -59,6 +64,17 @@ __device__ __forceinline__ float BlockSum(float v, float* shared) {
   if (lane == 0) shared[warp] = v;
   __syncthreads();
   v = lane < warps ? shared[lane] : 0.f;
+  return WarpSum(v);
+}
+
+// As BlockSum, in double (the reported losses' sums). `shared` holds 32 doubles.
+__device__ __forceinline__ double BlockSum(double v, double* shared) {
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = WarpSum(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : 0.0;
   return WarpSum(v);
 }
 

@@ -28,9 +28,13 @@ Status softcap_cross_entropy_forward(CudaContext& ctx, float* losses, bf16* dlog
                                      const float* logits, const int32_t* targets, int64_t n,
                                      int64_t v, Softcap cap, float dloss);
 
-// acc (1 float) += (Σ losses / n) / divisor, summed in a fixed order.
-Status loss_accumulate(CudaContext& ctx, float* acc, const float* losses, int64_t n,
+// acc (1 double) += (Σ losses / n) / divisor, summed in double in a fixed order (CPU twin:
+// cpu::mean_loss).
+Status loss_accumulate(CudaContext& ctx, double* acc, const float* losses, int64_t n,
                        int64_t divisor);
+
+// dst (1 float, on the device) = float(acc); acc = 0.
+Status loss_move(CudaContext& ctx, float* dst, double* acc);
 
 // Scratch of the chunked head: chunk_rows rows of fp32 logits and bf16 dlogits.
 struct LmHeadScratch {

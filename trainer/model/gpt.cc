@@ -238,9 +238,7 @@ T Gpt<T>::HeadForward(const T* x) {
   cpu::rmsnorm_forward(lf_.data(), lf_rstd_.data(), x, n_, c);
   cpu::lm_head_forward(logits_.data(), losses_.data(), lse_.data(), lf_.data(), P(head_),
                        targets_.data(), n_, c, v, m_.softcap);
-  T sum = 0;
-  for (T l : losses_) sum += l;
-  return sum / T(n_);
+  return T(cpu::mean_loss(losses_.data(), n_));
 }
 
 template class Gpt<float>;

@@ -45,12 +45,14 @@ class Gpt {
   int64_t seq() const { return t_; }
 
   // tokens (B, T+1) int32: inputs [:, :T], targets [:, 1:]. windows: per-layer window blocks
-  // (LayerWindowBlocks; 0 = full causal). Returns the mean loss; keeps activations.
+  // (LayerWindowBlocks; 0 = full causal). Returns the mean loss (summed in double,
+  // cpu::mean_loss); keeps activations.
   // REQUIRES: inputs < embed_vocab_size, targets < vocab_size.
   T Forward(const int32_t* tokens, const std::vector<int64_t>& windows);
   // grads += d(scale · mean loss)/d(params) for the last Forward.
   void Backward(T scale);
   const std::vector<T>& logits() const { return logits_; }  // (B, T, V), after the softcap
+  const std::vector<T>& losses() const { return losses_; }  // (B·T) of the last Forward
 
  private:
   void InitOffsets();

@@ -1,5 +1,5 @@
-// CpuEngine. The loss arithmetic (float sums of loss / divisor) is the loop's former own, so
-// CPU runs are bit-identical across the refactoring.
+// CpuEngine. The reported loss is summed in double (each micro-step's mean, cpu::mean_loss, over
+// its divisor), as the CUDA engine sums it; training does not depend on it.
 #include "trainer/train/cpu_engine.h"
 
 #include <algorithm>
@@ -32,14 +32,14 @@ Status CpuEngine::ZeroGrads() {
 
 Status CpuEngine::Accumulate(const int32_t* tokens, const std::vector<int64_t>& windows,
                              int64_t divisor, Pass pass) {
-  loss_ += gpt_.Forward(tokens, windows) / float(divisor);
+  loss_ += double(gpt_.Forward(tokens, windows)) / double(divisor);
   if (pass == Pass::kTrain) gpt_.Backward(1.f / float(divisor));
   return {};
 }
 
 Result<float> CpuEngine::TakeLoss() {
-  float loss = loss_;
-  loss_ = 0.f;
+  float loss = float(loss_);
+  loss_ = 0.0;
   return loss;
 }
 

@@ -35,7 +35,7 @@ class CpuEngine : public Engine {
   Communicator& comm_;
   Gpt<float> gpt_;
   Optimizer optimizer_;
-  float loss_ = 0.f;
+  double loss_ = 0.0;  // Σ mean loss / divisor over the step's micro-steps, in double (as CUDA)
   std::chrono::steady_clock::time_point step_start_;
   // Two ended steps may await collection (a pipelined loop): slot step % 2.
   struct Ended {

@@ -41,11 +41,12 @@ std::string RecordName(std::string_view name, RecordNaming naming) {
   if (name == "embed.weight") {
     return naming == RecordNaming::kTransformer ? "transformer.wte.weight" : "embed.weight";
   }
-  if (StartsWith(name, "value_embeds.") && naming == RecordNaming::kBlocks) {
+  // r17–r20 keep their tables in a ValueEmbedding module: value_embeds.embed.{k}.weight.
+  if (StartsWith(name, "value_embeds.") && naming != RecordNaming::kTransformer) {
     return "value_embeds.embed." + std::string(name.substr(13));
   }
   if (StartsWith(name, "blocks.")) return BlockName(name, naming);
-  return std::string(name);  // lm_head.weight, skip_weights, value_embeds.{k}.weight
+  return std::string(name);  // lm_head.weight, skip_weights
 }
 
 Error WrongTensor(const std::string& name, const std::string& what) {

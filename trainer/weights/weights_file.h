@@ -8,7 +8,7 @@
 //     transformer.h.{i}.attn.lamb (shape ()), skip_weights, lm_head.weight;
 //   r17–r18 (GPT.blocks): embed.weight, blocks.{i}.attn.c_q.weight, ..., blocks.{i}.attn.lambdas,
 //     blocks.{i}.lambdas, value_embeds.embed.{k}.weight, skip_weights, lm_head.weight;
-//   r20: as r18, with blocks.{i}.attn.qkv_w (3, d, d) and value_embeds.{k}.weight.
+//   r20: as r18, with blocks.{i}.attn.qkv_w (3, d, d) (value_embeds.embed.{k}.weight as r18).
 // Tensors are F32, or BF16 for the groups stored in bf16 (param_dtype.*), as the records'
 // state_dicts hold them; loading accepts F32 or BF16 for any tensor.
 #ifndef ABLATE_TRAINER_WEIGHTS_WEIGHTS_FILE_H_
