@@ -215,6 +215,23 @@ int SweepsCommand(Client& c, const std::string& state, const std::string& tag, i
   return kExitOk;
 }
 
+namespace {
+
+// Under `ablate runs --sweep N` with queued runs: why they wait, as `ablate sweep` says it (an
+// "unschedulable: ..." reason above all: those runs cannot start on the connected workers).
+void PrintWaiting(Client& c, int64_t sweep_id, const v1::ListRunsResponse& runs) {
+  bool queued = false;
+  for (const v1::Run& r : runs.runs()) queued = queued || r.state() == v1::RUN_QUEUED;
+  if (sweep_id <= 0 || !queued) return;
+  v1::GetSweepRequest req;
+  req.set_id(sweep_id);
+  v1::Sweep sw;
+  if (!c.stub().GetSweep(c.Context().get(), req, &sw).ok()) return;
+  for (const std::string& why : sw.waiting_reasons()) std::cout << "waiting: " << why << "\n";
+}
+
+}  // namespace
+
 int SweepCommand(Client& c, int64_t id) {
   v1::GetSweepRequest req;
   req.set_id(id);
@@ -227,9 +244,7 @@ int SweepCommand(Client& c, int64_t id) {
   }
   const v1::RunCounts& n = sw.counts();
   std::cout << "sweep " << sw.id() << " '" << sw.name() << "'  " << StateName(sw.state()) << "\n"
-            << "  baseline: "
-            << (sw.baseline_preset().empty() ? "(defaults)" : sw.baseline_preset()) << " at scale "
-            << sw.scale() << ", dataset " << sw.dataset() << "\n"
+            << "  baseline: " << BaselineText(sw) << "\n"
             << "  target val loss " << sw.target_val_loss() << ", " << SeedsText(sw)
             << " per variant, " << sw.gpus_per_run() << " GPUs per run (0 = CPU)\n"
             << "  priority " << sw.priority() << ", max concurrent "
@@ -277,6 +292,7 @@ int RunsCommand(Client& c, int64_t sweep_id, const std::string& state) {
     return kExitOk;
   }
   PrintRuns(resp.runs());
+  PrintWaiting(c, sweep_id, resp);
   return kExitOk;
 }
 

@@ -2,7 +2,8 @@
 // script written for these tests (tests/e2e/scripts/train_tiny.py: PyTorch from Debian's
 // python3-torch on the CPU, gloo across processes) that prints modded-nanogpt's log lines.
 // Covered: a sweep of baseline + edited-script + args + env variants; torchrun with two
-// processes; a two-node gang whose torch rendezvous the coordinator relays (nvidia-smi faked as in
+// processes on two (fake) GPUs and, on a CPU slot, a gang of two (processes: 2) in shuffled blocks
+// with an args ablation's verdict; a two-node gang whose torch rendezvous the coordinator relays (nvidia-smi faked as in
 // gang_e2e_test.cc); bad specs; a worker without --allow-scripts; SIGKILL of the worker and of
 // the coordinator mid-run.
 #include <gtest/gtest.h>
@@ -340,6 +341,83 @@ TEST_F(ScriptE2eTest, TorchrunWithTwoProcessesStoresRankZerosCurve) {
   std::string err = ReadFile(dir + "/stderr.log");
   EXPECT_NE(err.find("rank 1 of 2 done"), std::string::npos) << err;
   ExpectCurveIsPrinted(Exported(1)[1]["points"], dir + "/stdout.log");
+}
+
+// Issue 23: a torchrun gang of two processes on a CPU slot (processes: 2, gloo); the lr reaches
+// the script through `args`; the runs start in blocks shuffled by the sweep's order_seed (one
+// slot, so the start order is the dispatch order); different curves and the right verdict.
+constexpr char kCpuGangSweep[] = R"(name: cpu-gang
+baseline:
+  script: train_tiny.py
+  launch: torchrun
+  processes: 2
+  args: ["--lr", "0.03", "--steps", "6", "--val-every", "3"]
+  data_link: data/debian-text
+dataset: debian-text
+target_val_loss: 1.0
+seeds: 3
+gpus_per_run: 0
+max_attempts: 1
+order_seed: 7
+ablations:
+  - {name: low-lr, args: ["--lr", "0.0001", "--steps", "6", "--val-every", "3"]}
+  - {name: wide, env: {MY_FLAG: "2"}}
+)";
+
+TEST_F(ScriptE2eTest, CpuTorchrunGangWithAnArgsAblationGetsTheRightVerdictInShuffledBlocks) {
+  StartWorker("cpu", /*allow_scripts=*/true, /*cpu_slots=*/1);
+  Submit(kCpuGangSweep);
+  json sweep = cli_.WaitFor({"sweep", "1"},
+                            [](const json& s) {
+                              return s["state"] == "SWEEP_SUCCEEDED" ||
+                                     s["state"] == "SWEEP_FAILED";
+                            },
+                            500s);
+  ASSERT_EQ(sweep["state"], "SWEEP_SUCCEEDED") << sweep.dump(1);
+  EXPECT_EQ(sweep["order_seed"], "7");
+  // One slot: the runs started in dispatch order, which is blocks of seeds, shuffled.
+  std::vector<int64_t> started, ranked;
+  for (int i = 1; i <= 9; ++i) {
+    started.push_back(QueryInt(Root() + "/ablate.db",
+                               "SELECT run_id FROM attempts ORDER BY id LIMIT 1 OFFSET " +
+                                   std::to_string(i - 1)));
+    ranked.push_back(QueryInt(Root() + "/ablate.db",
+                              "SELECT id FROM runs ORDER BY dispatch_order LIMIT 1 OFFSET " +
+                                  std::to_string(i - 1)));
+  }
+  EXPECT_EQ(started, ranked);
+  EXPECT_EQ(Count("SELECT count(DISTINCT dispatch_order) FROM runs"), 9);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE dispatch_order / 3 != seed"), 0)
+      << "block k holds seed k of every variant";
+  EXPECT_GT(Count("SELECT count(*) FROM runs r JOIN variants v ON v.id = r.variant_id "
+                  "WHERE r.dispatch_order % 3 != v.idx"),
+            0)
+      << "the blocks are shuffled, not in variant order";
+  // Every run was a gang of two that joined one process group.
+  std::map<int64_t, json> exported = Exported(1);
+  ASSERT_EQ(exported.size(), 9u);
+  std::map<std::string, std::vector<double>> final_loss;
+  for (const auto& [id, e] : exported) {
+    const std::string dir = RunDir("cpu", e["run"]);
+    EXPECT_NE(ReadFile(dir + "/stderr.log").find("rank 1 of 2 done"), std::string::npos) << dir;
+    ExpectCurveIsPrinted(e["points"], dir + "/stdout.log");
+    for (const json& p : e["points"]) {
+      if (p["step"] == 6 && !p["val_loss"].is_null()) {
+        final_loss[e["run"]["variant_name"]].push_back(p["val_loss"].get<double>());
+      }
+    }
+  }
+  ASSERT_EQ(final_loss["baseline"].size(), 3u);
+  ASSERT_EQ(final_loss["low-lr"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_LT(final_loss["baseline"][i], final_loss["low-lr"][i]);
+  json cmp = cli_.Json({"compare", "1"});
+  bool seen = false;
+  for (const json& v : cmp["variants"]) {
+    if (v["name"] != "low-lr") continue;
+    seen = true;
+    EXPECT_EQ(v["loss_vs_baseline"]["verdict"], "worse") << v.dump(1);
+  }
+  EXPECT_TRUE(seen) << cmp.dump(1);
 }
 
 TEST_F(ScriptE2eTest, TwoNodeGangJoinsThroughTheRelayedRendezvous) {

@@ -74,7 +74,11 @@ function header(page) {
         `${c.queued ?? 0} queued` + (c.failed ? ` · ${c.failed} failed` : '') +
         (p.etaMs !== undefined ? ` · ETA ${fmtDuration(p.etaMs)}` : ''))),
     reasons.length ? h('div', {class: 'notice', id: 'waiting-reasons'},
-      h('strong', {}, 'Queued runs are waiting: '), h('ul', {}, reasons.map((r) => h('li', {}, r))))
+      h('strong', {}, 'Queued runs are waiting: '),
+      h('ul', {}, reasons.map((r) => h('li',
+        // "N queued runs: unschedulable: ..." (server/core/placement.h): no connected worker can
+        // ever take them.
+        r.includes(': unschedulable: ') ? {class: 'unschedulable'} : {}, r))))
       : null,
   ];
 }
