@@ -43,7 +43,7 @@ const std::map<std::string, KeyCase>& Cases() {
       {"ablations",
        {"ablations: [{name: a, set: {logit_softcap: 15}}, {name: c, set: {logit_softcap: 25}}]",
         "ablations: [{name: a, args: [\"--lr\", \"2\"]}, {name: c, args: [\"--lr\", \"4\"]}]",
-        {"variants", "runs"}}},
+        {"variants"}}},
       {"grid", {"grid: {muon.lr: [0.04, 0.06]}", "", {"variants", "runs"}}},
       {"order_seed", {"order_seed: 8", "", {"order_seed", "runs"}}},
       {"pool", {"pool: h100", "", {"pool"}}},
@@ -185,7 +185,7 @@ TEST(SweepKeysTest, BothKindsHonourEveryKeyOrTheScriptKindRefusesIt) {
 TEST(SweepKeysTest, ScriptSweepRunsAreBlockedAndShuffledByTheirOrderSeed) {
   auto ranks = [](const ExpandedSweep& e) {
     std::vector<int64_t> out;
-    for (const Run& r : e.runs) out.push_back(r.dispatch_order);
+    for (const ablate::Run& r : e.runs) out.push_back(r.dispatch_order);
     return out;
   };
   absl::StatusOr<ExpandedSweep> script = Expand(SpecWith(SweepKind::kScript, "order_seed",
@@ -196,7 +196,7 @@ TEST(SweepKeysTest, ScriptSweepRunsAreBlockedAndShuffledByTheirOrderSeed) {
   ASSERT_TRUE(built_in.ok()) << built_in.status();
   EXPECT_EQ(script->sweep.order_seed, 7);
   EXPECT_EQ(ranks(*script), ranks(*built_in));
-  for (const Run& r : script->runs) {
+  for (const ablate::Run& r : script->runs) {
     EXPECT_EQ(r.dispatch_order / 3, r.seed) << "block k holds seed k of every variant";
   }
 }
