@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -127,6 +128,34 @@ void PrintRuns(const google::protobuf::RepeatedPtrField<v1::Run>& runs) {
 
 }  // namespace
 
+namespace {
+
+// After submit: a warning when the connected workers outside pools cannot ever hold one of the
+// sweep's runs (more GPUs than they have, on one node or all together). Such runs stay queued and
+// show as unschedulable (server/core/placement.h) until workers that can take them connect.
+void WarnIfUnschedulable(Client& c, const v1::Sweep& sw) {
+  if (sw.gpus_per_run() == 0 || !sw.pool().empty()) return;
+  v1::ListWorkersRequest req;
+  v1::ListWorkersResponse resp;
+  if (!c.stub().ListWorkers(c.Context().get(), req, &resp).ok()) return;
+  int connected = 0, most = 0, all = 0;
+  for (const v1::Worker& w : resp.workers()) {
+    if (!w.connected() || !w.slurm_pool().empty()) continue;
+    ++connected;
+    most = std::max(most, w.gpus_size());
+    all += w.gpus_size();
+  }
+  if (connected == 0 || sw.gpus_per_run() <= most || sw.gpus_per_run() <= all) return;
+  std::cout << "warning: unschedulable now: each run needs " << sw.gpus_per_run()
+            << " GPUs and the connected workers have " << all << " (at most " << most
+            << " on one node); the runs wait until workers that can hold them connect"
+            << (all == 0 ? " (on CPU workers use gpus_per_run: 0; a torchrun gang: processes: N)"
+                         : "")
+            << "\n";
+}
+
+}  // namespace
+
 int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   std::string text;
   if (path == "-") {
@@ -173,6 +202,7 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   t.Print(std::cout);
   PrintRunOrder(sw, std::cout);
   PrintCheckpoints(sw, std::cout);
+  WarnIfUnschedulable(c, sw);
   if (!dry_run) std::cout << "watch it with: ablate watch " << sw.id() << "\n";
   return kExitOk;
 }

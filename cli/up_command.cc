@@ -155,15 +155,20 @@ std::vector<std::string> FortuneFiles() {
   return files;
 }
 
-// Encodes the demo dataset once; later demos reuse it.
-bool EnsureDemoDataset(const std::string& datasets) {
+// Encodes the demo dataset (debian-text) once; later runs of `ablate up` reuse it. Every
+// `ablate up` has it, so that examples/demo-tiny.yaml (the README's first journey) runs; without
+// --demo (`required` false) a machine that cannot encode it only gets a note.
+bool EnsureDemoDataset(const std::string& datasets, bool required) {
   std::string out = datasets + "/debian-text";
   if (fs::exists(out + "/manifest.json")) return true;
   std::string tool = FindSibling("ablate-data", "trainer");
   std::vector<std::string> inputs = FortuneFiles();
   if (tool.empty() || inputs.empty()) {
-    std::cerr << "ablate up --demo: needs ablate-data and Debian's fortunes-min package "
-                 "(apt-get install fortunes-min)\n";
+    (required ? std::cerr : std::cout)
+        << (required ? "ablate up --demo: needs" : "ablate up: no debian-text dataset (tiny-scale "
+                                                   "sweeps such as examples/demo-tiny.yaml need it); "
+                                                   "encoding it needs")
+        << " ablate-data and Debian's fortunes-min package (apt-get install fortunes-min)\n";
     return false;
   }
   std::cout << "ablate up: encoding the demo dataset from " << inputs.size()
@@ -227,7 +232,7 @@ int UpCommand(const UpOptions& o) {
   std::string dir = o.data_dir;
   fs::create_directories(dir + "/datasets");
   fs::create_directories(dir + "/worker");
-  if (o.demo && !EnsureDemoDataset(dir + "/datasets")) return kExitFailure;
+  if (!EnsureDemoDataset(dir + "/datasets", /*required=*/o.demo) && o.demo) return kExitFailure;
   int cpu_slots = o.cpu_slots > 0 ? o.cpu_slots : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string port_file = dir + "/coordinator.port";
   std::string http_port_file = dir + "/dashboard.port";

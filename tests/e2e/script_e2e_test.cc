@@ -420,6 +420,49 @@ TEST_F(ScriptE2eTest, CpuTorchrunGangWithAnArgsAblationGetsTheRightVerdictInShuf
   EXPECT_TRUE(seen) << cmp.dump(1);
 }
 
+// Issue 23: a script sweep without a dataset needs none; a run asking for more GPUs than any
+// connected worker has is shown as unschedulable (submit, `ablate sweep`, `ablate runs`), and
+// `ablate sweep` names the script.
+TEST_F(ScriptE2eTest, ARunNeedingMoreGpusThanAnyWorkerIsShownUnschedulable) {
+  StartWorker("cpu", /*allow_scripts=*/true, /*cpu_slots=*/1);
+  cli_.WaitFor({"workers"},
+               [](const json& j) {
+                 return j["workers"].size() == 1 && j["workers"][0].value("connected", false);
+               },
+               30s);
+  WriteFile(Spec("sweep.yaml"),
+            "name: two-gpus\nbaseline: {script: train_tiny.py, launch: torchrun, args: "
+            "[--steps, '2']}\ngpus_per_run: 2\n");
+  ProcessResult submitted = cli_.Run({"submit", Spec("sweep.yaml")});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  EXPECT_NE(submitted.out.find("warning: unschedulable now: each run needs 2 GPUs and the "
+                               "connected workers have 0"),
+            std::string::npos)
+      << submitted.out;
+  cli_.WaitFor({"sweep", "1"}, [](const json& s) { return s.contains("waiting_reasons"); }, 30s);
+  ProcessResult sweep = cli_.Run({"sweep", "1"});
+  EXPECT_NE(sweep.out.find("waiting: 1 queued run: unschedulable: needs 2 GPUs; the connected "
+                           "workers that can take it have CPU slots only"),
+            std::string::npos)
+      << sweep.out;
+  EXPECT_NE(sweep.out.find("baseline: script train_tiny.py@"), std::string::npos) << sweep.out;
+  EXPECT_NE(sweep.out.find("(launch torchrun, args --steps 2), dataset none"), std::string::npos)
+      << sweep.out;
+  ProcessResult runs = cli_.Run({"runs", "--sweep", "1"});
+  EXPECT_NE(runs.out.find("waiting: 1 queued run: unschedulable: needs 2 GPUs"),
+            std::string::npos)
+      << runs.out;
+  // The same script on a CPU slot needs no dataset and runs on this worker.
+  WriteFile(Spec("sweep.yaml"),
+            "name: own-data\nbaseline: {script: train_tiny.py, args: [--steps, '2', --data, "
+            "../../../datasets/debian-text]}\ngpus_per_run: 0\n");
+  ProcessResult own = cli_.Run({"submit", Spec("sweep.yaml")});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(own.out.find("warning"), std::string::npos) << own.out;
+  json run = WaitRun(2, "RUN_SUCCEEDED");
+  EXPECT_EQ(run["state"], "RUN_SUCCEEDED") << run.dump();
+}
+
 TEST_F(ScriptE2eTest, TwoNodeGangJoinsThroughTheRelayedRendezvous) {
   StartWorker("node-a", true, 0, true);
   StartWorker("node-b", true, 0, true);

@@ -7,7 +7,7 @@ data dir under ~/.local/share/ablate).
 What the README marks, in an HTML comment on the line before a block:
   <!-- journey: skip "REASON" -->          the block is not run here (cluster commands, package
                                            installs, downloads); the reason is printed
-  <!-- journey: expect "TEXT" "TEXT" -->   run it, and its output must hold each TEXT
+  <!-- journey: expect "TEXT" 'TEXT' -->   run it, and its output must hold each TEXT
   <!-- journey: file PATH -->              (a yaml block) must equal the source tree's PATH
 An unmarked ```sh block is run. Each command line (with its `\\` continuations) must exit 0.
 `build/cli/ablate up` (without --demo) runs in the background, from its block to the end, as a
@@ -172,7 +172,8 @@ def main():
                 skipped += 1
                 continue
             print(f"RUN  {where}", flush=True)
-            journey.run_block(body, where, re.findall(r'"([^"]*)"', arg) if kind == "expect" else [])
+            expect = [a or b for a, b in re.findall(r'"([^"]*)"|\'([^\']*)\'', arg)]
+            journey.run_block(body, where, expect if kind == "expect" else [])
             ran += 1
     finally:
         journey.stop()
