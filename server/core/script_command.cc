@@ -74,11 +74,6 @@ absl::StatusOr<std::string> ExpandCommand(std::string_view command,
 }
 
 std::string ShellQuote(std::string_view arg) {
-  auto safe = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           std::string_view("-_./=:,+@%").find(c) != std::string_view::npos;
-  };
-  if (!arg.empty() && std::all_of(arg.begin(), arg.end(), safe)) return std::string(arg);
   std::string out = "'";
   for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";

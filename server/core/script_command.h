@@ -32,8 +32,8 @@ absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view co
 absl::StatusOr<std::string> ExpandCommand(std::string_view command,
                                           const std::map<std::string, std::string>& values);
 
-// `arg` quoted for /bin/sh: as is when it is made of safe characters only, else in single quotes
-// (a ' inside becomes '\''). The empty string is ''.
+// `arg` quoted for /bin/sh: in single quotes, a ' inside becomes '\'' (the one shell quoting of
+// the project: {args} here, the pilots' srun line in server/pools/pilot_job.cc).
 std::string ShellQuote(std::string_view arg);
 
 // Environment variable names a spec's `env:` may set: [A-Za-z_][A-Za-z0-9_]*, and none the

@@ -82,7 +82,7 @@ TEST(ScriptLaunchTest, ArgsReachACommandThroughTheArgsPlaceholder) {
   absl::StatusOr<std::vector<std::string>> argv =
       ScriptArgv(*ParseScriptConfig(config), Context());
   ASSERT_TRUE(argv.ok()) << argv.status();
-  EXPECT_EQ(argv->back(), "printf '%s|' --lr 0.01 'it'\\''s a $HOME'");
+  EXPECT_EQ(argv->back(), "printf '%s|' '--lr' '0.01' 'it'\\''s a $HOME'");
   testing::ProcessResult r = testing::RunProcess(*argv, {}, std::chrono::seconds(10));
   EXPECT_EQ(r.out, "--lr|0.01|it's a $HOME|");
 }
