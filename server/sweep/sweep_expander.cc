@@ -6,7 +6,6 @@
 #include "server/core/run_order.h"
 #include "server/sweep/script_expander.h"
 #include "server/sweep/sweep_keys.h"
-
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
 
@@ -142,8 +141,9 @@ bool TrainerVariants::AddGridPoint(const std::vector<size_t>& at) {
                     spec_.grid_position, "grid");
 }
 
-bool TrainerVariants::AddVariant(const std::string& name, const std::string& kind, const J& overrides,
-                               const KnobSet* set, SpecPosition at, const std::string& path) {
+bool TrainerVariants::AddVariant(const std::string& name, const std::string& kind,
+                                 const J& overrides, const KnobSet* set, SpecPosition at,
+                                 const std::string& path) {
   Result<J> config = ApplyOverrides(baseline_, overrides);
   if (!config.ok()) {
     const Error& e = config.error();
@@ -180,35 +180,35 @@ bool TrainerVariants::AddVariant(const std::string& name, const std::string& kin
   out_.variants.push_back(std::move(v));
   return true;
 }
+
 // Before any variant is built (a grid may name millions): the number of variants and runs.
-bool CheckSize(const ParsedSpec& spec_, SpecErrors* errors_) {
-  int64_t grid = GridPoints(spec_.grid);
+bool CheckSize(const ParsedSpec& spec, SpecErrors* errors) {
+  int64_t grid = GridPoints(spec.grid);
   int64_t variants =
-      (spec_.include_baseline ? 1 : 0) + static_cast<int64_t>(spec_.ablations.size()) + grid;
-  SpecPosition at = spec_.grid.empty() ? spec_.seeds_position : spec_.grid_position;
-  std::string where = spec_.grid.empty() ? "seeds" : "grid";
+      (spec.include_baseline ? 1 : 0) + static_cast<int64_t>(spec.ablations.size()) + grid;
+  SpecPosition at = spec.grid.empty() ? spec.seeds_position : spec.grid_position;
+  std::string where = spec.grid.empty() ? "seeds" : "grid";
   if (variants == 0) {
-    errors_->Add(spec_.include_baseline_position, "include_baseline",
-                 "nothing to run: include_baseline is false and there are no ablations or grid");
+    errors->Add(spec.include_baseline_position, "include_baseline",
+                "nothing to run: include_baseline is false and there are no ablations or grid");
     return false;
   }
   if (variants > kMaxSweepVariants) {
-    errors_->Add(at, where,
-                 "the sweep has " + std::string(grid > kMaxSweepRuns ? "more than " : "") +
-                     std::to_string(variants) + " variants; the limit is " +
-                     std::to_string(kMaxSweepVariants));
+    errors->Add(at, where,
+                "the sweep has " + std::string(grid > kMaxSweepRuns ? "more than " : "") +
+                    std::to_string(variants) + " variants; the limit is " +
+                    std::to_string(kMaxSweepVariants));
     return false;
   }
-  if (variants * spec_.seeds > kMaxSweepRuns) {
-    errors_->Add(at, where,
-                 "the sweep expands to " + std::to_string(variants * spec_.seeds) + " runs (" +
-                     std::to_string(variants) + " variants x " + std::to_string(spec_.seeds) +
-                     " seeds); the limit is " + std::to_string(kMaxSweepRuns));
+  if (variants * spec.seeds > kMaxSweepRuns) {
+    errors->Add(at, where,
+                "the sweep expands to " + std::to_string(variants * spec.seeds) + " runs (" +
+                    std::to_string(variants) + " variants x " + std::to_string(spec.seeds) +
+                    " seeds); the limit is " + std::to_string(kMaxSweepRuns));
     return false;
   }
   return true;
 }
-
 
 // For a script sweep, the sweep keys it cannot honour (sweep_keys.h), at the key's position.
 void RefuseKeys(const ParsedSpec& spec, SweepKind kind, SpecErrors* errors) {

@@ -1,6 +1,8 @@
 // Walks every sweep key of the schema (server/sweep/sweep_keys.h) and checks that a built-in sweep
 // and a script sweep both honour it the same way, or that a script sweep refuses it with
 // file:line:column and the reason (issue 23: the script expander had dropped five keys).
+#include "server/sweep/sweep_keys.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -8,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "server/sweep/sweep_keys.h"
 #include "server/sweep/sweep_spec.h"
 
 namespace ablate {
@@ -56,8 +57,8 @@ const std::map<std::string, KeyCase>& Cases() {
 std::vector<std::pair<std::string, std::string>> BaseLines(SweepKind kind) {
   const bool script = kind == SweepKind::kScript;
   return {{"name", "name: keys"},
-          {"baseline", script ? "baseline: {script: t.py}"
-                              : "baseline: {preset: r20-sub3min, scale: tiny}"},
+          {"baseline",
+           script ? "baseline: {script: t.py}" : "baseline: {preset: r20-sub3min, scale: tiny}"},
           {"seeds", "seeds: 3"},
           {"order_seed", "order_seed: 1"},
           {"ablations", script ? "ablations: [{name: a, args: [\"--lr\", \"2\"]}, {name: b, "
@@ -85,8 +86,8 @@ std::string SpecWith(SweepKind kind, const std::string& key, const std::string& 
 }
 
 ScriptUploads Uploads() {
-  return {{"t.py", ScriptUpload{"", {{"t.py", "print('step:1/1 val_loss:3 train_time:1ms')\n",
-                                      false}}}}};
+  return {{"t.py",
+           ScriptUpload{"", {{"t.py", "print('step:1/1 val_loss:3 train_time:1ms')\n", false}}}}};
 }
 
 absl::StatusOr<ExpandedSweep> Expand(const std::string& spec) {
@@ -168,8 +169,7 @@ TEST(SweepKeysTest, BothKindsHonourEveryKeyOrTheScriptKindRefusesIt) {
       if (script && key.scripts == ScriptUse::kRefused) {
         ASSERT_FALSE(with.ok()) << "a script sweep accepted " << text;
         EXPECT_NE(with.status().message().find("s.yaml:" + std::to_string(line) + ":1: " + name +
-                                               ": not for a script sweep: " +
-                                               std::string(key.why)),
+                                               ": not for a script sweep: " + std::string(key.why)),
                   std::string_view::npos)
             << with.status();
         continue;
@@ -188,10 +188,10 @@ TEST(SweepKeysTest, ScriptSweepRunsAreBlockedAndShuffledByTheirOrderSeed) {
     for (const ablate::Run& r : e.runs) out.push_back(r.dispatch_order);
     return out;
   };
-  absl::StatusOr<ExpandedSweep> script = Expand(SpecWith(SweepKind::kScript, "order_seed",
-                                                         "order_seed: 7", nullptr));
-  absl::StatusOr<ExpandedSweep> built_in = Expand(SpecWith(SweepKind::kBuiltIn, "order_seed",
-                                                           "order_seed: 7", nullptr));
+  absl::StatusOr<ExpandedSweep> script =
+      Expand(SpecWith(SweepKind::kScript, "order_seed", "order_seed: 7", nullptr));
+  absl::StatusOr<ExpandedSweep> built_in =
+      Expand(SpecWith(SweepKind::kBuiltIn, "order_seed", "order_seed: 7", nullptr));
   ASSERT_TRUE(script.ok()) << script.status();
   ASSERT_TRUE(built_in.ok()) << built_in.status();
   EXPECT_EQ(script->sweep.order_seed, 7);
