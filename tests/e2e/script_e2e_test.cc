@@ -111,12 +111,12 @@ class ScriptE2eTest : public ::testing::Test {
 
   // A worker on this machine: CPU slots and no GPUs, or (gpus) the fake nvidia-smi's eight.
   Subprocess& StartWorker(const std::string& name, bool allow_scripts, int cpu_slots = 2,
-                          bool gpus = false) {
+                          bool gpus = false, const std::string& python = ABLATE_SCRIPT_PYTHON) {
     std::vector<std::string> argv = {
         ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir", WorkDir(name), "--data-dir",
         Root() + "/datasets", "--cpu-slots", std::to_string(cpu_slots), "--gpus",
         gpus ? "all" : "none", "--name", name, "--trainer", "/bin/true", "--grace-ms", "2000",
-        "--python", ABLATE_SCRIPT_PYTHON, "--master-addr", "127.0.0.1"};
+        "--python", python, "--master-addr", "127.0.0.1"};
     if (allow_scripts) argv.push_back("--allow-scripts");
     const char* path = std::getenv("PATH");
     workers_[name] = std::make_unique<Subprocess>(
@@ -461,6 +461,30 @@ TEST_F(ScriptE2eTest, ARunNeedingMoreGpusThanAnyWorkerIsShownUnschedulable) {
   EXPECT_EQ(own.out.find("warning"), std::string::npos) << own.out;
   json run = WaitRun(2, "RUN_SUCCEEDED");
   EXPECT_EQ(run["state"], "RUN_SUCCEEDED") << run.dump();
+}
+
+// Issue 23: `--python` as a bare name is looked up on $PATH (the supervisor once exec'd "python3"
+// as is and every script run failed with exit 127); one that is not there stops the worker at
+// start, saying what to do.
+TEST_F(ScriptE2eTest, ThePythonIsFoundOnPathAndAMissingOneStopsTheWorkerSayingWhy) {
+  ProcessResult bad = RunProcess({ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir",
+                                  WorkDir("bad"), "--gpus", "none", "--allow-scripts", "--python",
+                                  "/no/such/python3"},
+                                 {}, 30s);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--python /no/such/python3: not an executable file: /no/such/python3; "
+                         "script runs (--allow-scripts) need a Python interpreter"),
+            std::string::npos)
+      << bad.err;
+  fs::create_symlink(ABLATE_SCRIPT_PYTHON, Root() + "/bin/python3");  // first on the worker's PATH
+  StartWorker("w", /*allow_scripts=*/true, /*cpu_slots=*/1, /*gpus=*/false, "python3");
+  Submit("name: bare\nbaseline: {script: train_tiny.py, args: [--steps, '2', --data, "
+         "../../../datasets/debian-text]}\ngpus_per_run: 0\n");
+  json run = WaitRun(1, "RUN_SUCCEEDED");
+  EXPECT_EQ(run["state"], "RUN_SUCCEEDED") << run.dump();
+  EXPECT_NE(workers_["w"]->Stderr().find("runs scripts with " + Root() + "/bin/python3"),
+            std::string::npos)
+      << workers_["w"]->Stderr();
 }
 
 TEST_F(ScriptE2eTest, TwoNodeGangJoinsThroughTheRelayedRendezvous) {
