@@ -92,6 +92,13 @@ int main(int argc, char** argv) {
   up->add_option("--gpus", up_opts.gpus, "GPUs the local worker uses: all, none or 0,1,...")
       ->capture_default_str();
   up->add_option("--lease-ms", up_opts.lease_ms, "worker lease")->capture_default_str();
+  up->add_flag("--allow-scripts", up_opts.allow_scripts,
+               "the local worker runs script sweeps (your own train_gpt.py); on by default when "
+               "the --python interpreter is found, and an error when it is not");
+  CLI::Option* up_python = up->add_option(
+      "--python", up_opts.python,
+      "interpreter for script runs (launch: python, torchrun, {python}): a name on $PATH or a "
+      "path")->capture_default_str();
   CLI::Option* up_http = up->add_option(
       "--http", up_opts.http,
       "dashboard HOST:PORT (port 0 picks one; 'off' for none); when not given and 8080 is "
@@ -140,6 +147,7 @@ int main(int argc, char** argv) {
   if (knobs->parsed()) return ablate::KnobsCommand(opts.json);
   if (up->parsed()) {
     up_opts.http_given = up_http->count() > 0;
+    up_opts.python_given = up_python->count() > 0;
     if (up_opts.data_dir.empty()) {
       const char* home = std::getenv("HOME");
       up_opts.data_dir = std::string(home ? home : ".") + "/.local/share/ablate";

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -127,6 +128,34 @@ void PrintRuns(const google::protobuf::RepeatedPtrField<v1::Run>& runs) {
 
 }  // namespace
 
+namespace {
+
+// After submit: a warning when the connected workers outside pools cannot ever hold one of the
+// sweep's runs (more GPUs than they have, on one node or all together). Such runs stay queued and
+// show as unschedulable (server/core/placement.h) until workers that can take them connect.
+void WarnIfUnschedulable(Client& c, const v1::Sweep& sw) {
+  if (sw.gpus_per_run() == 0 || !sw.pool().empty()) return;
+  v1::ListWorkersRequest req;
+  v1::ListWorkersResponse resp;
+  if (!c.stub().ListWorkers(c.Context().get(), req, &resp).ok()) return;
+  int connected = 0, most = 0, all = 0;
+  for (const v1::Worker& w : resp.workers()) {
+    if (!w.connected() || !w.slurm_pool().empty()) continue;
+    ++connected;
+    most = std::max(most, w.gpus_size());
+    all += w.gpus_size();
+  }
+  if (connected == 0 || sw.gpus_per_run() <= most || sw.gpus_per_run() <= all) return;
+  std::cout << "warning: unschedulable now: each run needs " << sw.gpus_per_run()
+            << " GPUs and the connected workers have " << all << " (at most " << most
+            << " on one node); the runs wait until workers that can hold them connect"
+            << (all == 0 ? " (on CPU workers use gpus_per_run: 0; a torchrun gang: processes: N)"
+                         : "")
+            << "\n";
+}
+
+}  // namespace
+
 int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   std::string text;
   if (path == "-") {
@@ -173,6 +202,7 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   t.Print(std::cout);
   PrintRunOrder(sw, std::cout);
   PrintCheckpoints(sw, std::cout);
+  WarnIfUnschedulable(c, sw);
   if (!dry_run) std::cout << "watch it with: ablate watch " << sw.id() << "\n";
   return kExitOk;
 }
@@ -215,6 +245,23 @@ int SweepsCommand(Client& c, const std::string& state, const std::string& tag, i
   return kExitOk;
 }
 
+namespace {
+
+// Under `ablate runs --sweep N` with queued runs: why they wait, as `ablate sweep` says it (an
+// "unschedulable: ..." reason above all: those runs cannot start on the connected workers).
+void PrintWaiting(Client& c, int64_t sweep_id, const v1::ListRunsResponse& runs) {
+  bool queued = false;
+  for (const v1::Run& r : runs.runs()) queued = queued || r.state() == v1::RUN_QUEUED;
+  if (sweep_id <= 0 || !queued) return;
+  v1::GetSweepRequest req;
+  req.set_id(sweep_id);
+  v1::Sweep sw;
+  if (!c.stub().GetSweep(c.Context().get(), req, &sw).ok()) return;
+  for (const std::string& why : sw.waiting_reasons()) std::cout << "waiting: " << why << "\n";
+}
+
+}  // namespace
+
 int SweepCommand(Client& c, int64_t id) {
   v1::GetSweepRequest req;
   req.set_id(id);
@@ -227,9 +274,7 @@ int SweepCommand(Client& c, int64_t id) {
   }
   const v1::RunCounts& n = sw.counts();
   std::cout << "sweep " << sw.id() << " '" << sw.name() << "'  " << StateName(sw.state()) << "\n"
-            << "  baseline: "
-            << (sw.baseline_preset().empty() ? "(defaults)" : sw.baseline_preset()) << " at scale "
-            << sw.scale() << ", dataset " << sw.dataset() << "\n"
+            << "  baseline: " << BaselineText(sw) << "\n"
             << "  target val loss " << sw.target_val_loss() << ", " << SeedsText(sw)
             << " per variant, " << sw.gpus_per_run() << " GPUs per run (0 = CPU)\n"
             << "  priority " << sw.priority() << ", max concurrent "
@@ -277,6 +322,7 @@ int RunsCommand(Client& c, int64_t sweep_id, const std::string& state) {
     return kExitOk;
   }
   PrintRuns(resp.runs());
+  PrintWaiting(c, sweep_id, resp);
   return kExitOk;
 }
 

@@ -48,6 +48,13 @@ struct UpOptions {
   // The dashboard's HOST:PORT ("off": none). When not given and 8080 is taken, the OS picks.
   std::string http = "127.0.0.1:8080";
   bool http_given = false;
+  // Script sweeps (README "Your own training script"): the local worker runs them with `python`
+  // (a name looked up on $PATH, or a path) whenever that interpreter is found. With
+  // allow_scripts (--allow-scripts) or python_given, a missing interpreter is an error instead of
+  // a local worker that runs no scripts.
+  bool allow_scripts = false;
+  std::string python = "python3";
+  bool python_given = false;
 };
 // Runs a coordinator and a local worker until SIGINT/SIGTERM.
 int UpCommand(const UpOptions& options);

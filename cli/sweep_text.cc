@@ -2,9 +2,49 @@
 #include "cli/sweep_text.h"
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 namespace ablate {
+namespace {
+
+using nlohmann::json;
+
+// The script object of the baseline variant's config (else of the first variant's), or null.
+json BaselineScript(const v1::Sweep& sw) {
+  const v1::Variant* chosen = nullptr;
+  for (const v1::Variant& v : sw.variants()) {
+    if (v.name() == "baseline" || chosen == nullptr) chosen = &v;
+    if (v.name() == "baseline") break;
+  }
+  if (chosen == nullptr) return nullptr;
+  json config = json::parse(chosen->config_json(), nullptr, false);
+  if (!config.is_object() || !config.contains("script") || !config["script"].is_object()) {
+    return nullptr;
+  }
+  return config["script"];
+}
+
+std::string ScriptText(const json& s) {
+  std::string text = "script " + s.value("path", std::string("?")) + "@" +
+                     s.value("snapshot", std::string()).substr(0, 12) + " (launch " +
+                     s.value("launch", std::string("python"));
+  if (s.contains("args") && s["args"].is_array() && !s["args"].empty()) {
+    std::string args;
+    for (const json& a : s["args"]) args += (args.empty() ? "" : " ") + a.get<std::string>();
+    text += ", args " + args;
+  }
+  return text + ")";
+}
+
+}  // namespace
+
+std::string BaselineText(const v1::Sweep& sw) {
+  const std::string dataset = ", dataset " + (sw.dataset().empty() ? "none" : sw.dataset());
+  if (json script = BaselineScript(sw); !script.is_null()) return ScriptText(script) + dataset;
+  return (sw.baseline_preset().empty() ? "(defaults)" : sw.baseline_preset()) + " at scale " +
+         sw.scale() + dataset;
+}
 
 std::string SeedsText(const v1::Sweep& sw) {
   if (sw.seeds_min() > 0) {

@@ -10,6 +10,12 @@
 
 namespace ablate {
 
+// What the baseline runs: "r20-sub3min at scale full, dataset fineweb10B" for the built-in
+// trainer ("(defaults)" without a preset), or "script train_gpt.py@0123456789ab (launch torchrun,
+// args --lr 0.01), dataset none" for a script sweep (from the baseline variant's config, else the
+// first variant's).
+std::string BaselineText(const v1::Sweep& sw);
+
 // "8 seeds", or "3 to 16 seeds (sequential)".
 std::string SeedsText(const v1::Sweep& sw);
 

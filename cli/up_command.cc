@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.h"
@@ -32,6 +33,39 @@ std::string FindSibling(const std::string& name, const std::string& build_folder
     if (fs::exists(p)) return p.string();
   }
   return "";
+}
+
+// `name` as an executable path: as given when it holds a '/', else the first match on $PATH;
+// "" when there is none.
+std::string OnPath(const std::string& name) {
+  auto runnable = [](const fs::path& p) { return fs::is_regular_file(p) && access(p.c_str(), X_OK) == 0; };
+  if (name.find('/') != std::string::npos) return runnable(name) ? fs::absolute(name).string() : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty() && runnable(fs::path(dir) / name)) return (fs::path(dir) / name).string();
+    start = end + 1;
+  }
+  return "";
+}
+
+// The local worker's script flags: --allow-scripts --python PATH when the interpreter is found.
+// nullopt (after saying why) when scripts were asked for and it is not.
+std::optional<std::vector<std::string>> ScriptFlags(const UpOptions& o) {
+  std::string python = OnPath(o.python);
+  if (!python.empty()) return std::vector<std::string>{"--allow-scripts", "--python", python};
+  if (o.allow_scripts || o.python_given) {
+    std::cerr << "ablate up: --python " << o.python
+              << ": not found (not an executable file, nor on $PATH); script runs need a Python "
+                 "interpreter: install python3 or pass --python /path/to/python3\n";
+    return std::nullopt;
+  }
+  std::cout << "ablate up: no " << o.python
+            << " on $PATH: the local worker runs no script sweeps (--python PATH names one)"
+            << std::endl;
+  return std::vector<std::string>{};
 }
 
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
@@ -121,15 +155,20 @@ std::vector<std::string> FortuneFiles() {
   return files;
 }
 
-// Encodes the demo dataset once; later demos reuse it.
-bool EnsureDemoDataset(const std::string& datasets) {
+// Encodes the demo dataset (debian-text) once; later runs of `ablate up` reuse it. Every
+// `ablate up` has it, so that examples/demo-tiny.yaml (the README's first journey) runs; without
+// --demo (`required` false) a machine that cannot encode it only gets a note.
+bool EnsureDemoDataset(const std::string& datasets, bool required) {
   std::string out = datasets + "/debian-text";
   if (fs::exists(out + "/manifest.json")) return true;
   std::string tool = FindSibling("ablate-data", "trainer");
   std::vector<std::string> inputs = FortuneFiles();
   if (tool.empty() || inputs.empty()) {
-    std::cerr << "ablate up --demo: needs ablate-data and Debian's fortunes-min package "
-                 "(apt-get install fortunes-min)\n";
+    (required ? std::cerr : std::cout)
+        << (required ? "ablate up --demo: needs" : "ablate up: no debian-text dataset (tiny-scale "
+                                                   "sweeps such as examples/demo-tiny.yaml need it); "
+                                                   "encoding it needs")
+        << " ablate-data and Debian's fortunes-min package (apt-get install fortunes-min)\n";
     return false;
   }
   std::cout << "ablate up: encoding the demo dataset from " << inputs.size()
@@ -188,10 +227,12 @@ int UpCommand(const UpOptions& o) {
                  "ablate (or built in the same build tree)\n";
     return kExitFailure;
   }
+  std::optional<std::vector<std::string>> script_flags = ScriptFlags(o);
+  if (!script_flags) return kExitUsage;
   std::string dir = o.data_dir;
   fs::create_directories(dir + "/datasets");
   fs::create_directories(dir + "/worker");
-  if (o.demo && !EnsureDemoDataset(dir + "/datasets")) return kExitFailure;
+  if (!EnsureDemoDataset(dir + "/datasets", /*required=*/o.demo) && o.demo) return kExitFailure;
   int cpu_slots = o.cpu_slots > 0 ? o.cpu_slots : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string port_file = dir + "/coordinator.port";
   std::string http_port_file = dir + "/dashboard.port";
@@ -227,7 +268,7 @@ int UpCommand(const UpOptions& o) {
                                     "--cpu-slots", std::to_string(cpu_slots), "--gpus", o.gpus,
                                     "--name",      "local"};
   // One machine, one person: the local worker runs that person's scripts (issue 14).
-  wargv.push_back("--allow-scripts");
+  wargv.insert(wargv.end(), script_flags->begin(), script_flags->end());
   // Sweeps with checkpoint_every keep them in the data dir (issue 17).
   wargv.insert(wargv.end(), {"--checkpoint-dir", dir + "/checkpoints"});
   if (!trainer.empty()) wargv.insert(wargv.end(), {"--trainer", trainer});

@@ -31,6 +31,13 @@ std::string StringField(const J& s, const char* key) {
   return it != s.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// The run's args for {args}: each shell-quoted, space-separated.
+std::string QuotedArgs(const std::vector<std::string>& args) {
+  std::string out;
+  for (const std::string& a : args) out += (out.empty() ? "" : " ") + ShellQuote(a);
+  return out;
+}
+
 }  // namespace
 
 bool IsScriptConfig(const std::string& config_json) {
@@ -70,6 +77,12 @@ absl::StatusOr<ScriptConfig> ParseScriptConfig(const std::string& config_json) {
       c.env[it.key()] = it->get<std::string>();
     }
   }
+  if (auto p = s.find("processes"); p != s.end()) {
+    if (!p->is_number_integer() || p->get<int64_t>() < 1 || p->get<int64_t>() > 64) {
+      return Bad("processes must be 1..64");
+    }
+    c.processes = p->get<int>();
+  }
   if (auto t = config.find("target_val_loss"); t != config.end() && t->is_number()) {
     c.target_val_loss = t->get<double>();
   }
@@ -86,7 +99,7 @@ absl::StatusOr<std::vector<std::string>> ScriptArgv(const ScriptConfig& c,
     argv = {x.python, c.path};
   } else if (c.launch == "torchrun") {
     argv = {x.python, "-m", "torch.distributed.run", "--nproc_per_node",
-            std::to_string(std::max(1, x.gpus))};
+            std::to_string(x.gpus > 0 ? x.gpus : c.processes)};
     if (x.nnodes > 1) {
       argv.insert(argv.end(), {"--nnodes", std::to_string(x.nnodes), "--node_rank", std::to_string(x.node_rank), "--master_addr",
                                x.master_addr, "--master_port", std::to_string(x.master_port)});
@@ -112,7 +125,8 @@ absl::StatusOr<std::vector<std::string>> ScriptArgv(const ScriptConfig& c,
         {"master_port", std::to_string(x.master_port)},
         {"seed", std::to_string(c.seed)},
         {"run_dir", x.run_dir},
-        {"data_dir", x.data_dir}};
+        {"data_dir", x.data_dir},
+        {"args", QuotedArgs(c.args)}};
     absl::StatusOr<std::string> command = ExpandCommand(c.command, values);
     if (!command.ok()) return command.status();
     return std::vector<std::string>{"/bin/sh", "-c", *command};

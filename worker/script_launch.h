@@ -30,6 +30,7 @@ struct ScriptConfig {
   std::map<std::string, std::string> env;
   LogFormat log_format = LogFormat::kAuto;
   std::string data_link;  // "" = none
+  int processes = 1;      // torchrun on a CPU slot: the gang's size (GPUs: one per GPU)
   std::optional<double> target_val_loss;
   int64_t seed = 0;
 };
@@ -55,7 +56,8 @@ struct LaunchContext {
 // The command line: python `<python> <script> args...`; torchrun `<python> -m
 // torch.distributed.run --nproc_per_node G [--nnodes N --node_rank R --master_addr A
 // --master_port P | --standalone] --redirects 1 --tee 1 --log_dir RUN/torchrun-logs <script>
-// args...` (G = max(1, gpus)); command: `/bin/sh -c <expanded>`.
+// args...` (G = the run's GPUs on this node, or config.processes on a CPU slot); command:
+// `/bin/sh -c <expanded>`, where {args} is the args shell-quoted (script_command.h).
 absl::StatusOr<std::vector<std::string>> ScriptArgv(const ScriptConfig& config,
                                                     const LaunchContext& context);
 // NAME=value entries added to the worker's environment: the spec's env, then ABLATE_SEED,

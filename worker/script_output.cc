@@ -128,7 +128,7 @@ ScriptLine ScriptOutputParser::Parse(std::string_view raw) {
   if (rank > 0) return out;  // the curve is rank 0's
   if (format_ != LogFormat::kAblateEvents && line.starts_with("step:")) {
     if (std::optional<NanogptLine> n = ParseNanogptLine(line)) {
-      Observe(n->point, n->step_avg_ms);
+      Observe(&n->point);
       out.kind = ScriptLine::Kind::kPoint;
       out.point = std::move(n->point);
     }
@@ -142,7 +142,7 @@ ScriptLine ScriptOutputParser::Parse(std::string_view raw) {
     case EventKind::kVal:
       out.kind = ScriptLine::Kind::kPoint;
       out.point = PointFromEvent(*event);
-      Observe(out.point, std::nullopt);
+      Observe(&out.point);
       break;
     case EventKind::kEnd:
       out.kind = ScriptLine::Kind::kEnd;
@@ -159,13 +159,21 @@ ScriptLine ScriptOutputParser::Parse(std::string_view raw) {
   return out;
 }
 
-void ScriptOutputParser::Observe(const v1::MetricPoint& p, std::optional<double> step_avg_ms) {
+void ScriptOutputParser::Observe(v1::MetricPoint* point) {
+  const v1::MetricPoint& p = *point;
   if (p.step() > summary_.steps()) summary_.set_steps(p.step());
   if (p.has_train_time_ms()) {
+    // step_ms: the time between this point's train_time and the previous one's, per step.
+    if (last_timed_step_ && p.step() > *last_timed_step_ && last_train_time_ms_ &&
+        p.train_time_ms() >= *last_train_time_ms_) {
+      point->set_step_ms((p.train_time_ms() - *last_train_time_ms_) /
+                         double(p.step() - *last_timed_step_));
+    }
     last_train_time_ms_ = p.train_time_ms();
+    last_timed_step_ = p.step();
     summary_.set_train_time_ms(p.train_time_ms());
+    if (p.step() > 0) summary_.set_mean_step_ms(p.train_time_ms() / double(p.step()));
   }
-  if (step_avg_ms) summary_.set_mean_step_ms(*step_avg_ms);
   if (p.has_train_loss() && !std::isfinite(p.train_loss())) non_finite_ = true;
   if (!p.has_val_loss()) return;
   ++val_points_;
@@ -185,6 +193,8 @@ v1::RunSummary ScriptOutputParser::Summary() const {
     v1::RunSummary end = *end_summary_;
     if (end.steps() == 0) end.clear_steps();  // absent from the event: keep the lines' count
     if (!end.reached_target()) end.clear_reached_target();
+    // One ms/step for every script (script_output.h), whatever the end event says.
+    if (s.has_mean_step_ms()) end.clear_mean_step_ms();
     s.MergeFrom(end);
   }
   return s;

@@ -9,7 +9,10 @@
 //     (train_loss may be missing; step_avg may be "nanms"; extra fields may follow).
 // The parser also keeps what the summary needs: time to target is train_time at the first val
 // line with val_loss <= target (as the speedrun counts it), the final val loss is the last val
-// line's. Pure logic over strings; no I/O. Any byte string is safe input (a 1 MB line included).
+// line's. Step times, one definition for every script (the printed step_avg is not used): a
+// point's step_ms is the train_time since the previous point with one, per step; the run's
+// mean_step_ms is the last train_time over its step, so that steps x ms/step is the training
+// time (compare's split of time to target into steps and ms/step). Pure logic over strings; no I/O. Any byte string is safe input (a 1 MB line included).
 #ifndef ABLATE_WORKER_SCRIPT_OUTPUT_H_
 #define ABLATE_WORKER_SCRIPT_OUTPUT_H_
 
@@ -63,14 +66,14 @@ class ScriptOutputParser {
   v1::RunSummary Summary() const;
 
  private:
-  void Observe(const v1::MetricPoint& p, std::optional<double> step_avg_ms);
+  void Observe(v1::MetricPoint* p);
 
   const LogFormat format_;
   const std::optional<double> target_;
   int64_t val_points_ = 0;
   bool non_finite_ = false;
   std::optional<double> last_train_time_ms_;
-  std::optional<double> last_step_avg_ms_;
+  std::optional<int64_t> last_timed_step_;
   v1::RunSummary summary_;
   std::optional<v1::RunSummary> end_summary_;
 };

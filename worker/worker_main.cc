@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -120,6 +121,16 @@ std::string TrainerVersion(const std::string& trainer) {
   return Trim(r->out);
 }
 
+// `--python` as an absolute path: a bare name is looked up on $PATH, a path must be an executable
+// file; else the error says what to do.
+absl::StatusOr<std::string> FindInterpreter(const std::string& python) {
+  absl::StatusOr<std::string> found = FindExecutable(python, {});
+  if (found.ok()) return std::filesystem::absolute(*found).string();
+  return absl::NotFoundError("--python " + python + ": " + std::string(found.status().message()) +
+                             "; script runs (--allow-scripts) need a Python interpreter: "
+                             "install python3 or pass --python /path/to/python3");
+}
+
 int Die(const std::string& message) {
   std::cerr << "ablate-worker: " << message << "\n";
   return 2;
@@ -146,6 +157,12 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::string> trainer =
       FindExecutable(f.trainer.empty() ? "ablate-train" : f.trainer, {"../trainer"});
   if (!trainer.ok()) return Die(std::string(trainer.status().message()));
+  if (f.allow_scripts) {
+    // Resolved once here: the supervisor execs an absolute path, never a bare name.
+    absl::StatusOr<std::string> python = FindInterpreter(f.python);
+    if (!python.ok()) return Die(std::string(python.status().message()));
+    f.python = *python;
+  }
   absl::StatusOr<std::string> token = ablate::ReadTokenFile(f.token_file);
   if (!token.ok()) return Die(std::string(token.status().message()));
   std::optional<SlurmIdentity> slurm;

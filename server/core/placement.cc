@@ -95,6 +95,25 @@ std::string WaitReason(const QueuedRun& r, bool any_dataset_node, bool any_scrip
   return "waiting for " + std::to_string(r.gpus_per_run) + " free GPUs";
 }
 
+// Why no connected node could ever take `r` ("" when one could): more GPUs than the nodes that
+// may take it (dataset, scripts, outside any pool) have, one node or all together. Runs of a pool
+// wait for pilots of the pool's shape instead (checked at submit, pool_manager.h).
+std::string Unschedulable(const QueuedRun& r, const std::vector<NodeCapacity*>& fits) {
+  if (r.gpus_per_run == 0 || !r.pool.empty() || fits.empty()) return "";
+  int most = 0, all = 0;
+  for (const NodeCapacity* n : fits) most = std::max(most, n->total_gpus), all += n->total_gpus;
+  if (r.gpus_per_run <= most || r.gpus_per_run <= all) return "";
+  std::string why = std::string(kUnschedulablePrefix) + "needs " +
+                    std::to_string(r.gpus_per_run) + " GPUs; ";
+  if (all == 0) {
+    why += "the connected workers that can take it have CPU slots only";
+    if (r.script) why += " (a torchrun gang on CPU: gpus_per_run: 0 with processes: N)";
+    return why;
+  }
+  return why + "the connected workers that can take it have " + std::to_string(all) +
+         " in all (at most " + std::to_string(most) + " on one node)";
+}
+
 }  // namespace
 
 Plan PlanAssignments(PlanInput in) {
@@ -138,7 +157,9 @@ Plan PlanAssignments(PlanInput in) {
       shares = TakeGang(fits, r.gpus_per_run);
     }
     if (!shares) {
-      plan.waiting[r.run_id] = WaitReason(r, any_dataset_node, !fits.empty(), max_node_gpus);
+      std::string never = Unschedulable(r, fits);
+      plan.waiting[r.run_id] =
+          !never.empty() ? never : WaitReason(r, any_dataset_node, !fits.empty(), max_node_gpus);
       continue;
     }
     ++active;

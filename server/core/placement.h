@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ablate {
@@ -73,9 +74,14 @@ struct PlanInput {
   int64_t now_ms = 0;  // for NodeCapacity::ends_ms
 };
 
+// How a waiting reason begins when no connected node could ever take the run (more GPUs than
+// they have): shown as such by `ablate sweep`, `ablate runs` and the dashboard.
+inline constexpr std::string_view kUnschedulablePrefix = "unschedulable: ";
+
 struct Plan {
   std::vector<Placement> placements;
-  // Why each unplaced run waits, in words ("no connected worker has dataset 'x'").
+  // Why each unplaced run waits, in words ("no connected worker has dataset 'x'"; starting with
+  // kUnschedulablePrefix when no connected worker could ever take it).
   std::map<int64_t, std::string> waiting;
 };
 

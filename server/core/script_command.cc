@@ -73,6 +73,12 @@ absl::StatusOr<std::string> ExpandCommand(std::string_view command,
   return out;
 }
 
+std::string ShellQuote(std::string_view arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string EnvNameProblem(std::string_view name) {
   auto ok_char = [](char c, bool first) {
     return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||

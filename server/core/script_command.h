@@ -18,9 +18,11 @@ namespace ablate {
 inline constexpr std::string_view kLaunchKinds[] = {"python", "torchrun", "command"};
 
 // The placeholders a `command:` template may use, without braces.
+// {args} is the run's `args`, each shell-quoted, separated by spaces (a spec that gives args
+// with launch: command must place them with {args}).
 inline constexpr std::string_view kCommandPlaceholders[] = {
-    "python", "script", "gpus", "nnodes", "node_rank", "master_addr", "master_port",
-    "seed",   "run_dir", "data_dir"};
+    "python", "script",  "gpus",     "nnodes", "node_rank", "master_addr",
+    "master_port", "seed", "run_dir", "data_dir", "args"};
 
 // The placeholder names `command` uses, in order of appearance; INVALID_ARGUMENT naming the first
 // unknown one ("{gpu}") or an unclosed "{". "{{" and "}}" are literal braces.
@@ -29,6 +31,10 @@ absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view co
 // `command` with each placeholder replaced by `values[name]` (a missing value is an error).
 absl::StatusOr<std::string> ExpandCommand(std::string_view command,
                                           const std::map<std::string, std::string>& values);
+
+// `arg` quoted for /bin/sh: in single quotes, a ' inside becomes '\'' (the one shell quoting of
+// the project: {args} here, the pilots' srun line in server/pools/pilot_job.cc).
+std::string ShellQuote(std::string_view arg);
 
 // Environment variable names a spec's `env:` may set: [A-Za-z_][A-Za-z0-9_]*, and none the
 // worker sets itself (ABLATE_* and CUDA_VISIBLE_DEVICES). "" when fine, else the problem.

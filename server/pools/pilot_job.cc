@@ -1,6 +1,8 @@
 // sbatch command lines for pilots.
 #include "server/pools/pilot_job.h"
 
+#include "server/core/script_command.h"
+
 namespace ablate {
 namespace {
 
@@ -19,12 +21,6 @@ std::vector<std::string> ShapeArgs(const PoolConfig& pool, int nodes) {
 
 std::string PilotJobName(std::string_view coordinator_id) {
   return "ablate-" + std::string(coordinator_id);
-}
-
-std::string ShellQuote(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 std::string PilotPayload(const PoolConfig& pool, const std::string& coordinator_address) {

@@ -28,9 +28,6 @@ std::vector<std::string> PilotSbatchArgs(const PoolConfig& pool, const PilotTag&
 // `sbatch --test-only` for the same shape: does Slurm think it can ever be scheduled?
 std::vector<std::string> PilotTestArgs(const PoolConfig& pool, int nodes);
 
-// 'text' for /bin/sh, with embedded quotes escaped.
-std::string ShellQuote(std::string_view text);
-
 }  // namespace ablate
 
 #endif  // ABLATE_SERVER_POOLS_PILOT_JOB_H_

@@ -271,7 +271,7 @@ std::string PoolManager::Apply(const PoolState& pool, const ScalerDecision& d, i
   return "";
 }
 
-absl::Status PoolManager::CheckSweep(const Sweep& sweep) {
+absl::Status PoolManager::CheckSweep(const Sweep& sweep, bool runs_scripts) {
   if (sweep.pool.empty()) return absl::OkStatus();
   PoolConfig config;
   {
@@ -285,6 +285,14 @@ absl::Status PoolManager::CheckSweep(const Sweep& sweep) {
                                         (names.empty() ? "none" : names) + ")");
     }
     config = it->second.config;
+  }
+  const std::vector<std::string>& args = config.worker.args;
+  if (runs_scripts && std::find(args.begin(), args.end(), "--allow-scripts") == args.end()) {
+    return absl::InvalidArgumentError(
+        "pool: '" + config.name +
+        "': its pilots run no scripts and this sweep runs one; add --allow-scripts to the "
+        "pool's worker.args (worker: {args: [--allow-scripts]}) where everyone who may submit "
+        "may run code on its nodes");
   }
   const std::string runs = "runs of " + std::to_string(sweep.gpus_per_run) + " GPUs";
   const int nodes = NodesPerRun({config.gpus_per_node, config.worker.cpu_slots, config.max_nodes},

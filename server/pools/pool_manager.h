@@ -72,8 +72,10 @@ class PoolManager {
 
   // At submit: OK for a sweep without a pool; INVALID_ARGUMENT naming the problem for an
   // unknown pool, a run size no pilot of the pool can hold, more nodes than max_nodes, or a
-  // shape Slurm refuses (`sbatch --test-only`: a partition too small, an unknown account).
-  absl::Status CheckSweep(const Sweep& sweep);
+  // shape Slurm refuses (`sbatch --test-only`: a partition too small, an unknown account), and
+  // for a sweep that `runs_scripts`, a pool whose pilots do not (no --allow-scripts in the
+  // pool's worker.args).
+  absl::Status CheckSweep(const Sweep& sweep, bool runs_scripts = false);
 
   std::vector<PoolStatus> Snapshot() const;
   // Adds, for queued runs of pool sweeps, why they wait on Slurm (pending pilots and their

@@ -71,7 +71,7 @@ v1::Pool PoolToProto(const PoolStatus& s) {
 
 void AddPoolHooks(const std::unique_ptr<PoolManager>* manager, bool pools_configured,
                   ServiceHooks* hooks) {
-  hooks->check_sweep = [manager, pools_configured](const Sweep& sweep) {
+  hooks->check_sweep = [manager, pools_configured](const Sweep& sweep, bool runs_scripts) {
     if (sweep.pool.empty()) return absl::OkStatus();
     if (!pools_configured) {
       return absl::InvalidArgumentError("pool: '" + sweep.pool +
@@ -79,7 +79,7 @@ void AddPoolHooks(const std::unique_ptr<PoolManager>* manager, bool pools_config
                                         "--pools FILE)");
     }
     if (!*manager) return absl::UnavailableError("the coordinator's pools are starting; retry");
-    return (*manager)->CheckSweep(sweep);
+    return (*manager)->CheckSweep(sweep, runs_scripts);
   };
   auto submitted = hooks->on_submit;
   hooks->on_submit = [manager, submitted] {

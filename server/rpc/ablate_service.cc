@@ -138,7 +138,9 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
       ParseSweepSpec(req->spec_yaml(), file, UploadsFromProto(req->scripts()));
   if (!expanded.ok()) return ToGrpc(expanded.status());
   if (hooks_.check_sweep) {
-    if (absl::Status s = hooks_.check_sweep(expanded->sweep); !s.ok()) {
+    // Every script variant names a snapshot; a built-in sweep has none.
+    const bool runs_scripts = !expanded->snapshots.empty();
+    if (absl::Status s = hooks_.check_sweep(expanded->sweep, runs_scripts); !s.ok()) {
       return ToGrpc(absl::Status(s.code(), file + ": " + std::string(s.message())));
     }
   }

@@ -33,8 +33,9 @@ struct ServiceHooks {
   std::function<std::map<int64_t, std::string>()> waiting_reasons;
   // Checks a parsed sweep against what only the running coordinator knows (its pools: the pool
   // exists, Slurm can ever hold its runs) before anything is stored; a non-OK status rejects
-  // the submission with that status (also for dry runs).
-  std::function<absl::Status(const Sweep&)> check_sweep;
+  // the submission with that status (also for dry runs). `runs_scripts`: its variants run the
+  // researcher's script (then a pool's pilots must allow scripts).
+  std::function<absl::Status(const Sweep&, bool runs_scripts)> check_sweep;
   // The pools and their allocations (ListPools); unset: the coordinator has no pools.
   std::function<std::vector<v1::Pool>()> list_pools;
 };

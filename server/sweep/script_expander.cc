@@ -1,8 +1,11 @@
 // Script variants: inherit, resolve snapshots, build configs, diff against the baseline.
 #include "server/sweep/script_expander.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "server/core/script_command.h"
 
 #include "trainer/config/knob_schema.h"
 
@@ -17,10 +20,11 @@ std::string ShortHash(const std::string& hash) { return hash.substr(0, 12); }
 
 class ScriptExpander {
  public:
-  ScriptExpander(const ParsedSpec& spec, const ScriptUploads& uploads, SpecErrors* errors)
-      : spec_(spec), uploads_(uploads), errors_(errors) {}
+  ScriptExpander(const ParsedSpec& spec, const ScriptUploads& uploads, SpecErrors* errors,
+                 ExpandedSweep* out)
+      : spec_(spec), uploads_(uploads), errors_(errors), out_(*out) {}
 
-  std::optional<ExpandedSweep> Expand(std::string_view spec_yaml);
+  std::optional<double> Build();
 
  private:
   bool CheckShape();
@@ -28,7 +32,8 @@ class ScriptExpander {
   std::optional<J> Build(const ScriptSettings& own, const J* base);
   void AddVariant(const std::string& name, const J& config, const ScriptSettings& s);
   J Diff(const J& from, const J& to) const;
-  void FillSweep(std::string_view spec_yaml);
+  bool CheckArgsPlace(const J& script, const ScriptSettings& own);
+  bool CheckProcesses(const J& script, const ScriptSettings& own);
 
   const ParsedSpec& spec_;
   const ScriptUploads& uploads_;
@@ -36,10 +41,10 @@ class ScriptExpander {
   J baseline_;
   std::string baseline_hash_;
   std::map<std::string, std::string> names_by_hash_;
-  ExpandedSweep out_;
+  ExpandedSweep& out_;
 };
 
-std::optional<ExpandedSweep> ScriptExpander::Expand(std::string_view spec_yaml) {
+std::optional<double> ScriptExpander::Build() {
   size_t errors_before = errors_->size();
   if (!CheckShape()) return std::nullopt;
   std::optional<J> base = Build(spec_.baseline_script, nullptr);
@@ -54,25 +59,11 @@ std::optional<ExpandedSweep> ScriptExpander::Expand(std::string_view spec_yaml) 
     if (std::optional<J> config = Build(a.script, &inherited)) AddVariant(a.name, *config, a.script);
   }
   if (errors_->size() != errors_before) return std::nullopt;
-  if (out_.variants.empty()) {
-    errors_->Add(spec_.include_baseline_position, "include_baseline",
-                 "nothing to run: include_baseline is false and there are no ablations");
-    return std::nullopt;
-  }
-  FillSweep(spec_yaml);
-  for (const Variant& v : out_.variants) {
-    for (int seed = 0; seed < spec_.seeds; ++seed) {
-      Run r;
-      r.variant_id = v.index;
-      r.variant_name = v.name;
-      r.seed = seed;
-      out_.runs.push_back(std::move(r));
-    }
-  }
-  return std::move(out_);
+  return baseline_["target_val_loss"].get<double>();
 }
 
-// What cannot go with a script baseline: built-in trainer knobs and grids over them.
+// What cannot go with a script baseline: built-in trainer knobs (`grid` is refused with the
+// other sweep keys, sweep_keys.h).
 bool ScriptExpander::CheckShape() {
   bool ok = true;
   if (!spec_.baseline_script.any()) {
@@ -91,12 +82,6 @@ bool ScriptExpander::CheckShape() {
     errors_->Add(a.set.position, KeyPath(a.path, "set"),
                  "set changes knobs of the built-in trainer; a variant of a script baseline "
                  "changes script, launch, command, args, env, log_format or data_link");
-    ok = false;
-  }
-  if (!spec_.grid.empty()) {
-    errors_->Add(spec_.grid_position, "grid",
-                 "grid varies knobs of the built-in trainer; with a script baseline, list the "
-                 "variants under ablations");
     ok = false;
   }
   return ok;
@@ -149,6 +134,8 @@ std::optional<J> ScriptExpander::Build(const ScriptSettings& own, const J* base)
   }
   if (own.log_format) script["log_format"] = *own.log_format;
   if (own.data_link) script["data_link"] = *own.data_link;
+  // Only when set, so that the configs (and hashes) of sweeps without it stay as they were.
+  if (own.processes) script["processes"] = *own.processes;
   if (own.record) script["record"] = *own.record;
   if (script["launch"] == "command" && script["command"] == "") {
     errors_->Add(own.at, KeyPath(own.path, "launch"),
@@ -162,9 +149,43 @@ std::optional<J> ScriptExpander::Build(const ScriptSettings& own, const J* base)
                      script["launch"].dump(-1, ' ', false, J::error_handler_t::replace) + ")");
     return std::nullopt;
   }
+  if (!CheckArgsPlace(script, own) || !CheckProcesses(script, own)) return std::nullopt;
   J config = {{"script", script},
               {"target_val_loss", spec_.target_val_loss.value_or(kDefaultTarget)}};
   return config;
+}
+
+// With launch: command, `args` reach the script only through {args} in the template: args with
+// nowhere to go would be dropped without a word, so they are refused.
+bool ScriptExpander::CheckArgsPlace(const J& script, const ScriptSettings& own) {
+  if (script["launch"] != "command" || script["args"].empty()) return true;
+  absl::StatusOr<std::vector<std::string>> names =
+      CommandPlaceholders(script["command"].get<std::string>());
+  if (!names.ok() || std::find(names->begin(), names->end(), "args") != names->end()) return true;
+  const char* key = own.where.count("args") ? "args" : own.where.count("command") ? "command" : "";
+  errors_->Add(*key ? own.where.at(key) : own.at, KeyPath(own.path, *key ? key : "args"),
+               "args " + script["args"].dump(-1, ' ', false, J::error_handler_t::replace) +
+                   " would not reach the script: the command template has no {args}; write "
+                   "{args} where they go (each is passed shell-quoted), e.g. command: \"{python} "
+                   "{script} {args}\"");
+  return false;
+}
+
+// `processes` sizes a torchrun gang on a CPU slot; on GPUs the gang is one process per GPU.
+bool ScriptExpander::CheckProcesses(const J& script, const ScriptSettings& own) {
+  if (!script.contains("processes")) return true;
+  std::string problem;
+  if (script["launch"] != "torchrun") {
+    problem = "processes sizes a torchrun gang; launch is " + script["launch"].get<std::string>();
+  } else if (spec_.gpus_per_run > 0) {
+    problem = "with gpus_per_run " + std::to_string(spec_.gpus_per_run) +
+              " torchrun starts one process per GPU; processes is for CPU runs "
+              "(gpus_per_run: 0), where the gang shares one CPU slot and uses gloo";
+  }
+  if (problem.empty()) return true;
+  SpecPosition at = own.where.count("processes") ? own.where.at("processes") : own.at;
+  errors_->Add(at, KeyPath(own.path, "processes"), problem);
+  return false;
 }
 
 void ScriptExpander::AddVariant(const std::string& name, const J& config,
@@ -195,8 +216,9 @@ J ScriptExpander::Diff(const J& from_config, const J& to_config) const {
   const J& from = from_config["script"];
   const J& to = to_config["script"];
   J diff = J::object();
-  for (const char* key : {"launch", "command", "args", "log_format", "data_link"}) {
-    if (from[key] != to[key]) diff[key] = {{"from", from[key]}, {"to", to[key]}};
+  for (const char* key : {"launch", "command", "args", "log_format", "data_link", "processes"}) {
+    J a = from.value(key, J()), b = to.value(key, J());
+    if (a != b) diff[key] = {{"from", a}, {"to", b}};
   }
   for (const J* side : {&from["env"], &to["env"]}) {
     for (auto it = side->begin(); it != side->end(); ++it) {
@@ -214,35 +236,11 @@ J ScriptExpander::Diff(const J& from_config, const J& to_config) const {
   return diff;
 }
 
-void ScriptExpander::FillSweep(std::string_view spec_yaml) {
-  Sweep& s = out_.sweep;
-  s.name = spec_.name;
-  s.spec_yaml = std::string(spec_yaml);
-  s.baseline_preset = "";
-  s.scale = "full";  // a script runs at whatever scale it is written for
-  s.dataset = spec_.dataset.value_or("fineweb10B");
-  s.target_val_loss = baseline_["target_val_loss"].get<double>();
-  s.seeds = spec_.seeds;
-  s.gpus_per_run = spec_.gpus_per_run;
-  s.priority = spec_.priority;
-  s.max_concurrent = spec_.max_concurrent;
-  s.max_attempts = spec_.max_attempts;
-  s.tags = spec_.tags;
-}
-
 }  // namespace
 
-bool UsesScripts(const ParsedSpec& spec) {
-  if (spec.baseline_script.any()) return true;
-  for (const AblationSpec& a : spec.ablations) {
-    if (a.script.any()) return true;
-  }
-  return false;
-}
-
-std::optional<ExpandedSweep> ExpandScriptSweep(const ParsedSpec& spec, std::string_view spec_yaml,
-                                               const ScriptUploads& uploads, SpecErrors* errors) {
-  return ScriptExpander(spec, uploads, errors).Expand(spec_yaml);
+std::optional<double> BuildScriptVariants(const ParsedSpec& spec, const ScriptUploads& uploads,
+                                          SpecErrors* errors, ExpandedSweep* out) {
+  return ScriptExpander(spec, uploads, errors, out).Build();
 }
 
 }  // namespace ablate

@@ -9,7 +9,6 @@
 #define ABLATE_SERVER_SWEEP_SCRIPT_EXPANDER_H_
 
 #include <optional>
-#include <string_view>
 
 #include "server/sweep/script_spec.h"
 #include "server/sweep/spec_errors.h"
@@ -17,14 +16,13 @@
 
 namespace ablate {
 
-// True when the baseline or any ablation sets a script key.
-bool UsesScripts(const ParsedSpec& spec);
-
-// As ExpandSweep, for a spec where UsesScripts holds. The snapshots of every variant come back in
-// ExpandedSweep::snapshots. Problems (a script missing from `uploads` or over 16 MB, `set` or
-// `grid` beside a script baseline, a variant that changes nothing, ...) go to `errors`.
-std::optional<ExpandedSweep> ExpandScriptSweep(const ParsedSpec& spec, std::string_view spec_yaml,
-                                               const ScriptUploads& uploads, SpecErrors* errors);
+// The variants of a script sweep (KindOf(spec) == kScript), for ExpandSweep: fills
+// out->variants and out->snapshots (every variant's files, by hash) and returns the baseline's
+// target_val_loss. Problems (a script missing from `uploads` or over 16 MB, `set` beside a script
+// baseline, `args` that a `command:` has no {args} for, a variant that changes nothing, ...) go
+// to `errors`, and nullopt comes back. The sweep's settings and runs are ExpandSweep's.
+std::optional<double> BuildScriptVariants(const ParsedSpec& spec, const ScriptUploads& uploads,
+                                          SpecErrors* errors, ExpandedSweep* out);
 
 }  // namespace ablate
 

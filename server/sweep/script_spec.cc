@@ -149,6 +149,10 @@ class SettingsReader {
     } else if (key == "log_format") {
       static constexpr std::string_view kFormats[] = {"auto", "modded-nanogpt", "ablate-events"};
       out_.log_format = Choice(value, path, kFormats, errors_);
+    } else if (key == "processes") {
+      if (std::optional<int64_t> n = ReadInt(value, path, 1, kMaxScriptProcesses, errors_)) {
+        out_.processes = static_cast<int>(*n);
+      }
     } else if (key == "data_link") {
       out_.data_link = RelativePath(value, path, "data_link", errors_);
     } else if (key == "record") {

@@ -9,6 +9,9 @@
 //     env: {MY_FLAG: "1"}
 //     log_format: auto              # auto | modded-nanogpt | ablate-events
 //     data_link: data/fineweb10B    # where the script expects the sweep's dataset
+//     processes: 2                  # launch: torchrun on a CPU slot (gpus_per_run: 0): a gang of
+//                                   # this many processes on one node (gloo); default 1. With
+//                                   # GPUs torchrun starts one process per GPU of the run.
 //     record: "20"                  # baseline only: reproduces this row of the records table
 //   ablations:
 //     - {name: my-idea, script: train_gpt_myidea.py}   # any of the keys above but record
@@ -31,8 +34,12 @@
 
 namespace ablate {
 
-inline constexpr std::string_view kScriptKeys[] = {"script", "launch",     "command",  "args",
-                                                   "env",    "log_format", "data_link"};
+inline constexpr std::string_view kScriptKeys[] = {"script",     "launch",    "command",
+                                                   "args",       "env",       "log_format",
+                                                   "data_link", "processes"};
+
+// The most processes a CPU torchrun gang (`processes:`) may start on one node.
+inline constexpr int kMaxScriptProcesses = 64;
 
 // What the client read for one `script:` value: the files, or why it could not (`error`, e.g.
 // "no such file or folder: /home/me/train_gpt.py" or "holds 17000000 bytes; ...").
@@ -53,6 +60,7 @@ struct ScriptSettings {
   std::optional<std::map<std::string, std::string>> env;
   std::optional<std::string> log_format;
   std::optional<std::string> data_link;
+  std::optional<int> processes;
   std::optional<std::string> record;
   SpecPosition at;                             // of the map holding them
   std::map<std::string, SpecPosition> where;   // key -> position of its value

@@ -1,11 +1,13 @@
 // Key-by-key reading of a sweep spec document.
 #include "server/sweep/spec_reader.h"
 
+#include <array>
 #include <map>
 #include <span>
 
 #include "server/sweep/duration.h"
 #include "server/sweep/script_spec.h"
+#include "server/sweep/sweep_keys.h"
 #include "server/sweep/yaml_values.h"
 #include "trainer/config/knob_schema.h"
 
@@ -14,18 +16,16 @@ namespace {
 
 using J = nlohmann::json;
 
-constexpr std::string_view kTopLevelKeys[] = {
-    "name",         "description", "baseline",       "include_baseline", "target_val_loss", "seeds",
-    "gpus_per_run", "priority",    "max_concurrent", "max_attempts",     "dataset",         "tags",
-    "ablations",    "grid",        "order_seed",     "pool",             "checkpoint_every"};
+// Every sweep key and its meaning for script sweeps: sweep_keys.h.
+constexpr std::array<std::string_view, kNumSweepKeys> kTopLevelKeys = SweepKeyNames();
 constexpr std::string_view kSeedsKeys[] = {"min", "max"};
 // Script keys (script_spec.h) beside the built-in trainer's.
-constexpr std::string_view kBaselineKeys[] = {"preset",  "scale", "set",        "script",
-                                              "launch",  "command", "args",     "env",
-                                              "log_format", "data_link", "record"};
-constexpr std::string_view kAblationKeys[] = {"name", "set",        "script",   "launch",
-                                              "command", "args", "env", "log_format",
-                                              "data_link"};
+constexpr std::string_view kBaselineKeys[] = {"preset",     "scale",     "set",       "script",
+                                              "launch",     "command",   "args",      "env",
+                                              "log_format", "data_link", "processes", "record"};
+constexpr std::string_view kAblationKeys[] = {"name",       "set",       "script",   "launch",
+                                              "command",    "args",      "env",      "log_format",
+                                              "data_link",  "processes"};
 // Bounds on what one spec may list; with aliases (*x) a small text can name big structures,
 // so the reader checks sizes before walking them.
 constexpr size_t kMaxMapKeys = 64;
@@ -120,6 +120,7 @@ ParsedSpec SpecReader::Read(const YAML::Node& root) {
     return spec_;
   }
   Entries top = CheckedEntries(root, "", kTopLevelKeys, errors_);
+  for (const auto& [name, entry] : top) spec_.key_positions[name] = PositionOf(entry.key);
   for (const char* required : {"name", "baseline"}) {
     if (!top.count(required)) {
       errors_->Add(root, required, std::string("missing required key '") + required + "'");

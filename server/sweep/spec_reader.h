@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -42,6 +43,8 @@ inline constexpr int64_t kMinCheckpointEveryMs = 1000;
 // The typed content of a spec. Fields keep their defaults where the spec omits them or where
 // they were rejected (the error is in SpecErrors then).
 struct ParsedSpec {
+  // Each top-level key the spec gives (sweep_keys.h), at the key itself.
+  std::map<std::string, SpecPosition> key_positions;
   std::string name;
   std::string preset;  // empty: schema defaults only
   SpecPosition preset_position;

@@ -5,7 +5,7 @@
 
 #include "server/core/run_order.h"
 #include "server/sweep/script_expander.h"
-
+#include "server/sweep/sweep_keys.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
 
@@ -45,44 +45,42 @@ int64_t GridPoints(const std::vector<GridAxis>& grid) {
   return n;
 }
 
-class SweepExpander {
+// The variants of a built-in trainer sweep: baseline (preset at scale, then `set`, then the
+// sweep's target), ablations and grid points.
+class TrainerVariants {
  public:
-  SweepExpander(const ParsedSpec& spec, SpecErrors* errors) : spec_(spec), errors_(errors) {}
+  TrainerVariants(const ParsedSpec& spec, SpecErrors* errors, ExpandedSweep* out)
+      : spec_(spec), errors_(errors), out_(*out) {}
 
-  std::optional<ExpandedSweep> Expand(std::string_view spec_yaml);
+  std::optional<double> Build();
 
  private:
   bool BuildBaseline();
-  bool CheckSize();
   void ExpandAblations();
   void ExpandGrid();
   bool AddGridPoint(const std::vector<size_t>& at);
   bool AddVariant(const std::string& name, const std::string& kind, const J& overrides,
                   const KnobSet* set, SpecPosition at, const std::string& path);
-  void FillSweep(std::string_view spec_yaml);
-  void FillRuns();
 
   const ParsedSpec& spec_;
   SpecErrors* errors_;
+  ExpandedSweep& out_;
   J baseline_;
   std::string baseline_hash_;
   std::map<std::string, std::string> names_by_hash_;
-  ExpandedSweep out_;
 };
 
-std::optional<ExpandedSweep> SweepExpander::Expand(std::string_view spec_yaml) {
+std::optional<double> TrainerVariants::Build() {
   size_t errors_before = errors_->size();
-  if (!BuildBaseline() || !CheckSize()) return std::nullopt;
+  if (!BuildBaseline()) return std::nullopt;
   if (spec_.include_baseline) AddVariant("baseline", "baseline", J::object(), nullptr, {}, "");
   ExpandAblations();
   ExpandGrid();
   if (errors_->size() != errors_before) return std::nullopt;
-  FillSweep(spec_yaml);
-  FillRuns();
-  return std::move(out_);
+  return baseline_["target_val_loss"].get<double>();
 }
 
-bool SweepExpander::BuildBaseline() {
+bool TrainerVariants::BuildBaseline() {
   Result<J> base = spec_.preset.empty() ? CanonicalizeConfig(J::object())
                                         : PresetConfig(spec_.preset, spec_.scale);
   if (base.ok() && spec_.preset.empty()) base = ApplyScale(*base, spec_.scale);
@@ -111,35 +109,7 @@ bool SweepExpander::BuildBaseline() {
   return true;
 }
 
-bool SweepExpander::CheckSize() {
-  int64_t grid = GridPoints(spec_.grid);
-  int64_t variants =
-      (spec_.include_baseline ? 1 : 0) + static_cast<int64_t>(spec_.ablations.size()) + grid;
-  SpecPosition at = spec_.grid.empty() ? spec_.seeds_position : spec_.grid_position;
-  std::string where = spec_.grid.empty() ? "seeds" : "grid";
-  if (variants == 0) {
-    errors_->Add(spec_.include_baseline_position, "include_baseline",
-                 "nothing to run: include_baseline is false and there are no ablations or grid");
-    return false;
-  }
-  if (variants > kMaxSweepVariants) {
-    errors_->Add(at, where,
-                 "the sweep has " + std::string(grid > kMaxSweepRuns ? "more than " : "") +
-                     std::to_string(variants) + " variants; the limit is " +
-                     std::to_string(kMaxSweepVariants));
-    return false;
-  }
-  if (variants * spec_.seeds > kMaxSweepRuns) {
-    errors_->Add(at, where,
-                 "the sweep expands to " + std::to_string(variants * spec_.seeds) + " runs (" +
-                     std::to_string(variants) + " variants x " + std::to_string(spec_.seeds) +
-                     " seeds); the limit is " + std::to_string(kMaxSweepRuns));
-    return false;
-  }
-  return true;
-}
-
-void SweepExpander::ExpandAblations() {
+void TrainerVariants::ExpandAblations() {
   for (const AblationSpec& a : spec_.ablations) {
     if (!a.set.ok || a.name.empty()) continue;  // already reported
     AddVariant(a.name, "ablation", a.set.values, &a.set, a.position, a.path);
@@ -147,7 +117,7 @@ void SweepExpander::ExpandAblations() {
 }
 
 // Odometer over the axes, last axis fastest, so the first key is outermost.
-void SweepExpander::ExpandGrid() {
+void TrainerVariants::ExpandGrid() {
   if (spec_.grid.empty()) return;
   std::vector<size_t> at(spec_.grid.size(), 0);
   int failures = 0;
@@ -159,7 +129,7 @@ void SweepExpander::ExpandGrid() {
   }
 }
 
-bool SweepExpander::AddGridPoint(const std::vector<size_t>& at) {
+bool TrainerVariants::AddGridPoint(const std::vector<size_t>& at) {
   J overrides = J::object();
   std::vector<std::pair<std::string, std::string>> assignments;
   for (size_t k = 0; k < at.size(); ++k) {
@@ -171,8 +141,9 @@ bool SweepExpander::AddGridPoint(const std::vector<size_t>& at) {
                     spec_.grid_position, "grid");
 }
 
-bool SweepExpander::AddVariant(const std::string& name, const std::string& kind, const J& overrides,
-                               const KnobSet* set, SpecPosition at, const std::string& path) {
+bool TrainerVariants::AddVariant(const std::string& name, const std::string& kind,
+                                 const J& overrides, const KnobSet* set, SpecPosition at,
+                                 const std::string& path) {
   Result<J> config = ApplyOverrides(baseline_, overrides);
   if (!config.ok()) {
     const Error& e = config.error();
@@ -210,47 +181,108 @@ bool SweepExpander::AddVariant(const std::string& name, const std::string& kind,
   return true;
 }
 
-void SweepExpander::FillSweep(std::string_view spec_yaml) {
-  Sweep& s = out_.sweep;
-  s.name = spec_.name;
-  s.spec_yaml = std::string(spec_yaml);
-  s.baseline_preset = spec_.preset;
-  s.scale = std::string(ScaleName(spec_.scale));
-  if (spec_.dataset) {
-    s.dataset = *spec_.dataset;
-  } else if (spec_.scale == Scale::kTiny) {
-    s.dataset = "debian-text";
-  } else {
-    const Preset* p = spec_.preset.empty() ? nullptr : FindPreset(spec_.preset);
-    s.dataset = p ? std::string(p->dataset) : "fineweb10B";
+// Before any variant is built (a grid may name millions): the number of variants and runs.
+bool CheckSize(const ParsedSpec& spec, SpecErrors* errors) {
+  int64_t grid = GridPoints(spec.grid);
+  int64_t variants =
+      (spec.include_baseline ? 1 : 0) + static_cast<int64_t>(spec.ablations.size()) + grid;
+  SpecPosition at = spec.grid.empty() ? spec.seeds_position : spec.grid_position;
+  std::string where = spec.grid.empty() ? "seeds" : "grid";
+  if (variants == 0) {
+    errors->Add(spec.include_baseline_position, "include_baseline",
+                "nothing to run: include_baseline is false and there are no ablations or grid");
+    return false;
   }
-  s.target_val_loss = baseline_["target_val_loss"].get<double>();
-  s.seeds = spec_.seeds;
-  s.seeds_min = spec_.seeds_min;
-  s.order_seed = spec_.order_seed.value_or(DefaultOrderSeed(spec_yaml));
-  s.gpus_per_run = spec_.gpus_per_run;
-  s.priority = spec_.priority;
-  s.max_concurrent = spec_.max_concurrent;
-  s.max_attempts = spec_.max_attempts;
-  s.tags = spec_.tags;
-  s.pool = spec_.pool;
-  s.checkpoint_every_ms = spec_.checkpoint_every_ms;
+  if (variants > kMaxSweepVariants) {
+    errors->Add(at, where,
+                "the sweep has " + std::string(grid > kMaxSweepRuns ? "more than " : "") +
+                    std::to_string(variants) + " variants; the limit is " +
+                    std::to_string(kMaxSweepVariants));
+    return false;
+  }
+  if (variants * spec.seeds > kMaxSweepRuns) {
+    errors->Add(at, where,
+                "the sweep expands to " + std::to_string(variants * spec.seeds) + " runs (" +
+                    std::to_string(variants) + " variants x " + std::to_string(spec.seeds) +
+                    " seeds); the limit is " + std::to_string(kMaxSweepRuns));
+    return false;
+  }
+  return true;
 }
 
-void SweepExpander::FillRuns() {
-  out_.runs.reserve(out_.variants.size() * static_cast<size_t>(spec_.seeds));
-  const int n = static_cast<int>(out_.variants.size());
-  for (const Variant& v : out_.variants) {
-    for (int seed = 0; seed < spec_.seeds; ++seed) {
+// For a script sweep, the sweep keys it cannot honour (sweep_keys.h), at the key's position.
+void RefuseKeys(const ParsedSpec& spec, SweepKind kind, SpecErrors* errors) {
+  if (kind != SweepKind::kScript) return;
+  for (const auto& [name, at] : spec.key_positions) {
+    const SweepKey* key = FindSweepKey(name);
+    if (key == nullptr || key->scripts != ScriptUse::kRefused) continue;
+    errors->Add(at, name, "not for a script sweep: " + std::string(key->why));
+  }
+}
+
+// True when a variant's script links the worker's dataset folder into its run folder.
+bool AnyDataLink(const std::vector<Variant>& variants) {
+  for (const Variant& v : variants) {
+    J config = J::parse(v.config_json, nullptr, false);
+    if (config.is_object() && config.contains("script") &&
+        config["script"].value("data_link", "") != "") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The dataset a sweep's runs need: as named; else for the built-in trainer the preset's
+// ("debian-text" at scale tiny); else for scripts none, unless a variant links one.
+std::string SweepDataset(const ParsedSpec& spec, SweepKind kind,
+                         const std::vector<Variant>& variants) {
+  if (spec.dataset) return *spec.dataset;
+  if (kind == SweepKind::kScript) return AnyDataLink(variants) ? "fineweb10B" : "";
+  if (spec.scale == Scale::kTiny) return "debian-text";
+  const Preset* p = spec.preset.empty() ? nullptr : FindPreset(spec.preset);
+  return p ? std::string(p->dataset) : "fineweb10B";
+}
+
+// Every sweep-level key, for both kinds, in one place (sweep_keys.h lists them).
+Sweep FillSweep(const ParsedSpec& spec, std::string_view spec_yaml, SweepKind kind,
+                double target_val_loss, const std::vector<Variant>& variants) {
+  Sweep s;
+  s.name = spec.name;
+  s.spec_yaml = std::string(spec_yaml);
+  s.baseline_preset = kind == SweepKind::kScript ? "" : spec.preset;
+  // A script runs at whatever scale it is written for.
+  s.scale = kind == SweepKind::kScript ? "full" : std::string(ScaleName(spec.scale));
+  s.dataset = SweepDataset(spec, kind, variants);
+  s.target_val_loss = target_val_loss;
+  s.seeds = spec.seeds;
+  s.seeds_min = spec.seeds_min;
+  s.order_seed = spec.order_seed.value_or(DefaultOrderSeed(spec_yaml));
+  s.gpus_per_run = spec.gpus_per_run;
+  s.priority = spec.priority;
+  s.max_concurrent = spec.max_concurrent;
+  s.max_attempts = spec.max_attempts;
+  s.tags = spec.tags;
+  s.pool = spec.pool;
+  s.checkpoint_every_ms = kind == SweepKind::kScript ? 0 : spec.checkpoint_every_ms;
+  return s;
+}
+
+// Variant-major, seed 0 .. seeds-1, each with its rank in the blocked, shuffled order.
+std::vector<Run> FillRuns(const std::vector<Variant>& variants, const Sweep& sweep) {
+  std::vector<Run> runs;
+  runs.reserve(variants.size() * static_cast<size_t>(sweep.seeds));
+  const int n = static_cast<int>(variants.size());
+  for (const Variant& v : variants) {
+    for (int seed = 0; seed < sweep.seeds; ++seed) {
       Run r;
       r.variant_id = v.index;
       r.variant_name = v.name;
       r.seed = seed;
-      r.dispatch_order =
-          DispatchRank(static_cast<uint64_t>(out_.sweep.order_seed), seed, v.index, n);
-      out_.runs.push_back(std::move(r));
+      r.dispatch_order = DispatchRank(static_cast<uint64_t>(sweep.order_seed), seed, v.index, n);
+      runs.push_back(std::move(r));
     }
   }
+  return runs;
 }
 
 }  // namespace
@@ -269,12 +301,31 @@ J RunConfig(const Variant& variant, int seed) {
   return config;
 }
 
+SweepKind KindOf(const ParsedSpec& spec) {
+  if (spec.baseline_script.any()) return SweepKind::kScript;
+  for (const AblationSpec& a : spec.ablations) {
+    if (a.script.any()) return SweepKind::kScript;
+  }
+  return SweepKind::kBuiltIn;
+}
+
+// One path for both kinds: only the variants are built per kind; the checks, the sweep's
+// settings and the runs are common.
 std::optional<ExpandedSweep> ExpandSweep(const ParsedSpec& spec, std::string_view spec_yaml,
                                          SpecErrors* errors, const ScriptUploads* uploads) {
-  if (UsesScripts(spec)) {
-    return ExpandScriptSweep(spec, spec_yaml, uploads ? *uploads : ScriptUploads{}, errors);
-  }
-  return SweepExpander(spec, errors).Expand(spec_yaml);
+  const SweepKind kind = KindOf(spec);
+  const size_t errors_before = errors->size();
+  RefuseKeys(spec, kind, errors);
+  if (errors->size() != errors_before || !CheckSize(spec, errors)) return std::nullopt;
+  ExpandedSweep out;
+  std::optional<double> target =
+      kind == SweepKind::kScript
+          ? BuildScriptVariants(spec, uploads ? *uploads : ScriptUploads{}, errors, &out)
+          : TrainerVariants(spec, errors, &out).Build();
+  if (!target || errors->size() != errors_before) return std::nullopt;
+  out.sweep = FillSweep(spec, spec_yaml, kind, *target, out.variants);
+  out.runs = FillRuns(out.variants, out.sweep);
+  return out;
 }
 
 }  // namespace ablate

@@ -41,6 +41,11 @@ struct ExpandedSweep {
   std::vector<std::string> notes;  // for the reader, e.g. which grid point merged
 };
 
+// Which trainer a sweep's variants run: the built-in one, or the researcher's script (a spec
+// where the baseline or any ablation sets a script key; script_expander.h).
+enum class SweepKind { kBuiltIn, kScript };
+SweepKind KindOf(const ParsedSpec& spec);
+
 // "k1=v1,k2=v2": the name of a grid point, from (knob, value as written) pairs in key order.
 std::string FormatVariantName(const std::vector<std::pair<std::string, std::string>>& assignments);
 
@@ -50,8 +55,10 @@ nlohmann::json RunConfig(const Variant& variant, int seed);
 
 // Expands `spec` (read without errors). On failure adds every problem found to `errors` and
 // returns nullopt. `spec_yaml` is kept verbatim in the sweep. Deterministic: the same spec gives
-// the same output, byte for byte. A spec with script keys expands by ExpandScriptSweep with
-// `uploads` (none when null).
+// the same output, byte for byte. Both kinds of sweep take one path: only their variants are
+// built per kind (a script sweep's by BuildScriptVariants with `uploads`, none when null); every
+// sweep-level key (sweep_keys.h) is honoured in one place for both, or refused for a script sweep
+// at the key's position with the reason.
 std::optional<ExpandedSweep> ExpandSweep(const ParsedSpec& spec, std::string_view spec_yaml,
                                          SpecErrors* errors,
                                          const ScriptUploads* uploads = nullptr);

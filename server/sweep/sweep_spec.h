@@ -15,12 +15,15 @@
 //   priority: 0                         # -1000..1000
 //   max_concurrent: 0                   # 0 = unlimited
 //   max_attempts: 3                     # 1..20
-//   dataset: fineweb10B                 # default: the preset's; "debian-text" at scale tiny
+//   dataset: fineweb10B                 # default: the preset's; "debian-text" at scale tiny;
+//                                       # none for a script sweep (fineweb10B with data_link)
 //   tags: [a, b]
 //   pool: h100                          # run only on that pool's workers (ablate-coordinator --pools)
 //   checkpoint_every: 10m               # built-in trainer runs checkpoint this often (>= 1s, a
 //                                       # unit required) into ablate-worker --checkpoint-dir;
 //                                       # a requeued run resumes from the newest checkpoint
+//                                       # (refused for a script sweep: scripts keep their own)
+// Every top-level key and what it means for a script sweep: sweep_keys.h.
 //   ablations: [{name: softcap-30, set: {logit_softcap: 30}}]
 //   grid: {muon.lr: [0.04, 0.05], logit_softcap: [15, 30]}   # variants "muon.lr=0.04,..."
 // `set` keys are knob names (trainer/config/knob_schema.h), dotted or nested.

@@ -226,6 +226,33 @@ TEST_F(PoolE2eTest, SweepSlurmCanNeverRunIsRejectedAtSubmit) {
   EXPECT_TRUE(Jobs().empty()) << "nothing asked of Slurm for a rejected sweep";
 }
 
+// Issue 23: a script sweep's `pool:` is honoured: refused while the pool's pilots run no scripts,
+// and run in the pool's pilots once they do (a script that brings its own data: no dataset).
+TEST_F(PoolE2eTest, ScriptSweepRunsInThePoolsPilotsOrIsRefused) {
+  WriteFile(Root() + "/t.py",
+            "import os\nprint('step:1/2 train_loss:5.0 train_time:10ms step_avg:10.00ms')\n"
+            "print('step:2/2 val_loss:4.0 train_time:30ms step_avg:15.00ms')\n");
+  WriteFile(Root() + "/spec.yaml",
+            "name: script-pool\nbaseline: {script: t.py}\ngpus_per_run: 0\npool: lab\n"
+            "target_val_loss: 4.5\nseeds: 2\n");
+  StartCoordinator(PoolsFile({"--grace-ms", "2000"}, /*max_nodes=*/1));
+  ProcessResult r = cli_.Run({"submit", Root() + "/spec.yaml"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("pool: 'lab': its pilots run no scripts"), std::string::npos) << r.err;
+  EXPECT_TRUE(cli_.Json({"sweeps"})["sweeps"].empty());
+  coordinator_->Signal(SIGTERM);
+  coordinator_->Wait(10s);
+  StartCoordinator(PoolsFile({"--grace-ms", "2000", "--allow-scripts"}, /*max_nodes=*/1));
+  r = cli_.Run({"submit", Root() + "/spec.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (int id = 1; id <= 2; ++id) {
+    json run = WaitRun(id, Succeeded, 240s);
+    ASSERT_TRUE(Succeeded(run)) << run.dump();
+    EXPECT_TRUE(run["worker_id"].get<std::string>().starts_with("slurm/lab/")) << run.dump();
+    EXPECT_GT(Int(run["attempts"][0]["slurm_job_id"]), 0);
+  }
+}
+
 TEST_F(PoolE2eTest, ScancelOfAPilotRequeuesItsRunAtOnceUncharged) {
   // Lease 60 s: a requeue within seconds comes from the worker's Release or from squeue.
   StartCoordinator(PoolsFile({"--grace-ms", "2000"}, /*max_nodes=*/1), "60000");

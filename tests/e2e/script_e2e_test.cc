@@ -2,7 +2,8 @@
 // script written for these tests (tests/e2e/scripts/train_tiny.py: PyTorch from Debian's
 // python3-torch on the CPU, gloo across processes) that prints modded-nanogpt's log lines.
 // Covered: a sweep of baseline + edited-script + args + env variants; torchrun with two
-// processes; a two-node gang whose torch rendezvous the coordinator relays (nvidia-smi faked as in
+// processes on two (fake) GPUs and, on a CPU slot, a gang of two (processes: 2) in shuffled blocks
+// with an args ablation's verdict; a two-node gang whose torch rendezvous the coordinator relays (nvidia-smi faked as in
 // gang_e2e_test.cc); bad specs; a worker without --allow-scripts; SIGKILL of the worker and of
 // the coordinator mid-run.
 #include <gtest/gtest.h>
@@ -110,12 +111,12 @@ class ScriptE2eTest : public ::testing::Test {
 
   // A worker on this machine: CPU slots and no GPUs, or (gpus) the fake nvidia-smi's eight.
   Subprocess& StartWorker(const std::string& name, bool allow_scripts, int cpu_slots = 2,
-                          bool gpus = false) {
+                          bool gpus = false, const std::string& python = ABLATE_SCRIPT_PYTHON) {
     std::vector<std::string> argv = {
         ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir", WorkDir(name), "--data-dir",
         Root() + "/datasets", "--cpu-slots", std::to_string(cpu_slots), "--gpus",
         gpus ? "all" : "none", "--name", name, "--trainer", "/bin/true", "--grace-ms", "2000",
-        "--python", ABLATE_SCRIPT_PYTHON, "--master-addr", "127.0.0.1"};
+        "--python", python, "--master-addr", "127.0.0.1"};
     if (allow_scripts) argv.push_back("--allow-scripts");
     const char* path = std::getenv("PATH");
     workers_[name] = std::make_unique<Subprocess>(
@@ -340,6 +341,150 @@ TEST_F(ScriptE2eTest, TorchrunWithTwoProcessesStoresRankZerosCurve) {
   std::string err = ReadFile(dir + "/stderr.log");
   EXPECT_NE(err.find("rank 1 of 2 done"), std::string::npos) << err;
   ExpectCurveIsPrinted(Exported(1)[1]["points"], dir + "/stdout.log");
+}
+
+// Issue 23: a torchrun gang of two processes on a CPU slot (processes: 2, gloo); the lr reaches
+// the script through `args`; the runs start in blocks shuffled by the sweep's order_seed (one
+// slot, so the start order is the dispatch order); different curves and the right verdict.
+constexpr char kCpuGangSweep[] = R"(name: cpu-gang
+baseline:
+  script: train_tiny.py
+  launch: torchrun
+  processes: 2
+  args: ["--lr", "0.03", "--steps", "6", "--val-every", "3"]
+  data_link: data/debian-text
+dataset: debian-text
+target_val_loss: 1.0
+seeds: 3
+gpus_per_run: 0
+max_attempts: 1
+order_seed: 7
+ablations:
+  - {name: low-lr, args: ["--lr", "0.0001", "--steps", "6", "--val-every", "3"]}
+  - {name: wide, env: {MY_FLAG: "2"}}
+)";
+
+TEST_F(ScriptE2eTest, CpuTorchrunGangWithAnArgsAblationGetsTheRightVerdictInShuffledBlocks) {
+  StartWorker("cpu", /*allow_scripts=*/true, /*cpu_slots=*/1);
+  Submit(kCpuGangSweep);
+  json sweep = cli_.WaitFor({"sweep", "1"},
+                            [](const json& s) {
+                              return s["state"] == "SWEEP_SUCCEEDED" ||
+                                     s["state"] == "SWEEP_FAILED";
+                            },
+                            500s);
+  ASSERT_EQ(sweep["state"], "SWEEP_SUCCEEDED") << sweep.dump(1);
+  EXPECT_EQ(sweep["order_seed"], "7");
+  // One slot: the runs started in dispatch order, which is blocks of seeds, shuffled.
+  std::vector<int64_t> started, ranked;
+  for (int i = 1; i <= 9; ++i) {
+    started.push_back(QueryInt(Root() + "/ablate.db",
+                               "SELECT run_id FROM attempts ORDER BY id LIMIT 1 OFFSET " +
+                                   std::to_string(i - 1)));
+    ranked.push_back(QueryInt(Root() + "/ablate.db",
+                              "SELECT id FROM runs ORDER BY dispatch_order LIMIT 1 OFFSET " +
+                                  std::to_string(i - 1)));
+  }
+  EXPECT_EQ(started, ranked);
+  EXPECT_EQ(Count("SELECT count(DISTINCT dispatch_order) FROM runs"), 9);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE dispatch_order / 3 != seed"), 0)
+      << "block k holds seed k of every variant";
+  EXPECT_GT(Count("SELECT count(*) FROM runs r JOIN variants v ON v.id = r.variant_id "
+                  "WHERE r.dispatch_order % 3 != v.idx"),
+            0)
+      << "the blocks are shuffled, not in variant order";
+  // Every run was a gang of two that joined one process group.
+  std::map<int64_t, json> exported = Exported(1);
+  ASSERT_EQ(exported.size(), 9u);
+  std::map<std::string, std::vector<double>> final_loss;
+  for (const auto& [id, e] : exported) {
+    const std::string dir = RunDir("cpu", e["run"]);
+    EXPECT_NE(ReadFile(dir + "/stderr.log").find("rank 1 of 2 done"), std::string::npos) << dir;
+    ExpectCurveIsPrinted(e["points"], dir + "/stdout.log");
+    for (const json& p : e["points"]) {
+      if (p["step"] == 6 && !p["val_loss"].is_null()) {
+        final_loss[e["run"]["variant_name"]].push_back(p["val_loss"].get<double>());
+      }
+    }
+  }
+  ASSERT_EQ(final_loss["baseline"].size(), 3u);
+  ASSERT_EQ(final_loss["low-lr"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_LT(final_loss["baseline"][i], final_loss["low-lr"][i]);
+  json cmp = cli_.Json({"compare", "1"});
+  bool seen = false;
+  for (const json& v : cmp["variants"]) {
+    if (v["name"] != "low-lr") continue;
+    seen = true;
+    EXPECT_EQ(v["loss_vs_baseline"]["verdict"], "worse") << v.dump(1);
+  }
+  EXPECT_TRUE(seen) << cmp.dump(1);
+}
+
+// Issue 23: a script sweep without a dataset needs none; a run asking for more GPUs than any
+// connected worker has is shown as unschedulable (submit, `ablate sweep`, `ablate runs`), and
+// `ablate sweep` names the script.
+TEST_F(ScriptE2eTest, ARunNeedingMoreGpusThanAnyWorkerIsShownUnschedulable) {
+  StartWorker("cpu", /*allow_scripts=*/true, /*cpu_slots=*/1);
+  cli_.WaitFor({"workers"},
+               [](const json& j) {
+                 return j["workers"].size() == 1 && j["workers"][0].value("connected", false);
+               },
+               30s);
+  WriteFile(Spec("sweep.yaml"),
+            "name: two-gpus\nbaseline: {script: train_tiny.py, launch: torchrun, args: "
+            "[--steps, '2']}\ngpus_per_run: 2\n");
+  ProcessResult submitted = cli_.Run({"submit", Spec("sweep.yaml")});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  EXPECT_NE(submitted.out.find("warning: unschedulable now: each run needs 2 GPUs and the "
+                               "connected workers have 0"),
+            std::string::npos)
+      << submitted.out;
+  cli_.WaitFor({"sweep", "1"}, [](const json& s) { return s.contains("waiting_reasons"); }, 30s);
+  ProcessResult sweep = cli_.Run({"sweep", "1"});
+  EXPECT_NE(sweep.out.find("waiting: 1 queued run: unschedulable: needs 2 GPUs; the connected "
+                           "workers that can take it have CPU slots only"),
+            std::string::npos)
+      << sweep.out;
+  EXPECT_NE(sweep.out.find("baseline: script train_tiny.py@"), std::string::npos) << sweep.out;
+  EXPECT_NE(sweep.out.find("(launch torchrun, args --steps 2), dataset none"), std::string::npos)
+      << sweep.out;
+  ProcessResult runs = cli_.Run({"runs", "--sweep", "1"});
+  EXPECT_NE(runs.out.find("waiting: 1 queued run: unschedulable: needs 2 GPUs"),
+            std::string::npos)
+      << runs.out;
+  // The same script on a CPU slot needs no dataset and runs on this worker.
+  WriteFile(Spec("sweep.yaml"),
+            "name: own-data\nbaseline: {script: train_tiny.py, args: [--steps, '2', --data, "
+            "../../../datasets/debian-text]}\ngpus_per_run: 0\n");
+  ProcessResult own = cli_.Run({"submit", Spec("sweep.yaml")});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(own.out.find("warning"), std::string::npos) << own.out;
+  json run = WaitRun(2, "RUN_SUCCEEDED");
+  EXPECT_EQ(run["state"], "RUN_SUCCEEDED") << run.dump();
+}
+
+// Issue 23: `--python` as a bare name is looked up on $PATH (the supervisor once exec'd "python3"
+// as is and every script run failed with exit 127); one that is not there stops the worker at
+// start, saying what to do.
+TEST_F(ScriptE2eTest, ThePythonIsFoundOnPathAndAMissingOneStopsTheWorkerSayingWhy) {
+  ProcessResult bad = RunProcess({ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir",
+                                  WorkDir("bad"), "--gpus", "none", "--allow-scripts", "--python",
+                                  "/no/such/python3"},
+                                 {}, 30s);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--python /no/such/python3: not an executable file: /no/such/python3; "
+                         "script runs (--allow-scripts) need a Python interpreter"),
+            std::string::npos)
+      << bad.err;
+  fs::create_symlink(ABLATE_SCRIPT_PYTHON, Root() + "/bin/python3");  // first on the worker's PATH
+  StartWorker("w", /*allow_scripts=*/true, /*cpu_slots=*/1, /*gpus=*/false, "python3");
+  Submit("name: bare\nbaseline: {script: train_tiny.py, args: [--steps, '2', --data, "
+         "../../../datasets/debian-text]}\ngpus_per_run: 0\n");
+  json run = WaitRun(1, "RUN_SUCCEEDED");
+  EXPECT_EQ(run["state"], "RUN_SUCCEEDED") << run.dump();
+  EXPECT_NE(workers_["w"]->Stderr().find("runs scripts with " + Root() + "/bin/python3"),
+            std::string::npos)
+      << workers_["w"]->Stderr();
 }
 
 TEST_F(ScriptE2eTest, TwoNodeGangJoinsThroughTheRelayedRendezvous) {

@@ -73,6 +73,33 @@ TEST(ScriptLaunchTest, EachLaunchKindsCommandLine) {
                                       "/w/runs/7-a9 /d/fineweb10B"}));
 }
 
+// Issue 23: args reach a command through {args}, each shell-quoted, and really arrive as
+// written (run by /bin/sh here).
+TEST(ScriptLaunchTest, ArgsReachACommandThroughTheArgsPlaceholder) {
+  std::string config = R"({"script":{"args":["--lr","0.01","it's a $HOME"],"command":)"
+                       R"("printf '%s|' {args}","launch":"command","log_format":"auto",)"
+                       R"("path":"t.py","snapshot":")" + kHash + R"("},"seed":0})";
+  absl::StatusOr<std::vector<std::string>> argv =
+      ScriptArgv(*ParseScriptConfig(config), Context());
+  ASSERT_TRUE(argv.ok()) << argv.status();
+  EXPECT_EQ(argv->back(), "printf '%s|' '--lr' '0.01' 'it'\\''s a $HOME'");
+  testing::ProcessResult r = testing::RunProcess(*argv, {}, std::chrono::seconds(10));
+  EXPECT_EQ(r.out, "--lr|0.01|it's a $HOME|");
+}
+
+// On a CPU slot (no GPUs) torchrun starts `processes` ranks; on GPUs one per GPU.
+TEST(ScriptLaunchTest, TorchrunOnACpuSlotStartsTheGangOfProcesses) {
+  std::string config = Config("torchrun");
+  config.insert(config.find(R"("snapshot")"), R"("processes":3,)");
+  LaunchContext cpu = Context();
+  cpu.gpus = 0;
+  std::vector<std::string> argv = *ScriptArgv(*ParseScriptConfig(config), cpu);
+  EXPECT_EQ(argv[4], "3") << "--nproc_per_node";
+  EXPECT_EQ(ScriptArgv(*ParseScriptConfig(Config("torchrun")), cpu)->at(4), "1");
+  EXPECT_EQ(ScriptArgv(*ParseScriptConfig(config), Context())->at(4), "8");
+  EXPECT_FALSE(ParseScriptConfig(std::string(config).replace(config.find("3,"), 1, "99")).ok());
+}
+
 TEST(ScriptLaunchTest, Environment) {
   std::vector<std::string> env = ScriptEnv(*ParseScriptConfig(Config("python")), Context());
   for (const char* want : {"MY_FLAG=2", "ABLATE_SEED=3", "ABLATE_RUN_ID=7",

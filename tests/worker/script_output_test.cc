@@ -107,9 +107,27 @@ TEST(ScriptOutputParserTest, TimeToTargetIsTrainTimeAtTheFirstValAtOrBelowTarget
   EXPECT_DOUBLE_EQ(s.final_val_loss(), 3.2790);  // the last val line
   EXPECT_EQ(s.steps(), 1393);
   EXPECT_DOUBLE_EQ(s.train_time_ms(), 179520);
-  EXPECT_DOUBLE_EQ(s.mean_step_ms(), 128.87);
+  // One ms/step for scripts: the training time over its steps (not the printed step_avg), so
+  // that steps x ms/step is the training time (issue 23: 1393 x 128.87 would be 179,516).
+  EXPECT_DOUBLE_EQ(s.mean_step_ms(), 179520.0 / 1393);
+  EXPECT_DOUBLE_EQ(s.steps() * s.mean_step_ms(), s.train_time_ms());
   EXPECT_EQ(p.val_points(), 4);
   EXPECT_FALSE(p.saw_non_finite());
+}
+
+TEST(ScriptOutputParserTest, EachPointGetsStepMsFromConsecutiveTrainTimes) {
+  ScriptOutputParser p(LogFormat::kAuto, 3.28);
+  ScriptLine first = p.Parse("step:0/100 val_loss:10.8 train_time:0ms step_avg:nanms");
+  EXPECT_FALSE(first.point.has_step_ms()) << "no earlier train_time";
+  ScriptLine a = p.Parse("step:1/100 train_loss:9 train_time:150ms step_avg:150.00ms");
+  EXPECT_DOUBLE_EQ(a.point.step_ms(), 150);
+  ScriptLine b = p.Parse("step:5/100 train_loss:8 train_time:550ms step_avg:110.00ms");
+  EXPECT_DOUBLE_EQ(b.point.step_ms(), 100) << "400 ms over 4 steps";
+  ScriptLine val = p.Parse("step:5/100 val_loss:7.9 train_time:550ms step_avg:110.00ms");
+  EXPECT_FALSE(val.point.has_step_ms()) << "a val line at the same step adds no step";
+  ScriptLine c = p.Parse(R"({"event":"step","step":6,"train_loss":7.5,"train_ms":670.0})");
+  EXPECT_DOUBLE_EQ(c.point.step_ms(), 120);
+  EXPECT_DOUBLE_EQ(p.Summary().mean_step_ms(), 670.0 / 6);
 }
 
 TEST(ScriptOutputParserTest, NeverReachedLeavesTimeToTargetUnset) {

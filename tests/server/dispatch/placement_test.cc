@@ -95,6 +95,37 @@ TEST(Placement, GangTakesWholeIdleNodesAllOrNothing) {
   EXPECT_EQ(p.waiting.at(2), "waiting for 16 free GPUs");
 }
 
+// Issue 23: a run that asks for more GPUs than the connected nodes that may take it have, on one
+// node or all together, says it is unschedulable (not "waiting for free GPUs" forever).
+TEST(Placement, ARunNoConnectedNodeCanEverTakeIsUnschedulable) {
+  PlanInput in;
+  in.nodes = {Node("cpu", 0, 2)};
+  QueuedRun gang = R(1, 2);
+  gang.script = true;
+  in.nodes[0].allow_scripts = true;
+  in.queue = {gang, R(2, 2)};
+  Plan p = PlanAssignments(in);
+  EXPECT_TRUE(p.placements.empty());
+  EXPECT_EQ(p.waiting.at(1),
+            "unschedulable: needs 2 GPUs; the connected workers that can take it have CPU slots "
+            "only (a torchrun gang on CPU: gpus_per_run: 0 with processes: N)");
+  EXPECT_EQ(p.waiting.at(2),
+            "unschedulable: needs 2 GPUs; the connected workers that can take it have CPU slots "
+            "only");
+  in.nodes = {Node("a", 4, 0), Node("b", 4, 0)};
+  in.queue = {R(3, 16), R(4, 8)};
+  p = PlanAssignments(in);
+  EXPECT_EQ(p.waiting.at(3),
+            "unschedulable: needs 16 GPUs; the connected workers that can take it have 8 in all "
+            "(at most 4 on one node)");
+  EXPECT_EQ(Placed(p), (std::vector<int64_t>{4})) << "8 GPUs: a gang of the two nodes";
+  // Busy is not unschedulable: the same run waits while the GPUs are taken.
+  in.nodes = {Node("a", 8, 0)};
+  in.nodes[0].free_gpus.clear();
+  in.queue = {R(5, 8)};
+  EXPECT_EQ(PlanAssignments(in).waiting.at(5), "waiting for 8 free GPUs");
+}
+
 // Script runs (issue 14) go only to nodes started with --allow-scripts; others keep their runs
 // but never take a script, and a script with nowhere to go says why.
 TEST(Placement, ScriptRunsOnlyOnNodesThatAllowScripts) {

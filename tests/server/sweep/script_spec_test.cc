@@ -178,11 +178,45 @@ std::vector<BadCase> BadCases() {
        "4:5", {"ablations[0]", "baseline.script"}},
       {"args not a list", "name: s\nbaseline: {script: t.py, args: --lr}\n", "2:32",
        {"baseline.args", "list"}},
+      // Issue 23: args with a command template that has nowhere to put them would be dropped.
+      {"args beside a command without {args}",
+       "name: s\nbaseline:\n  script: t.py\n  launch: command\n  command: \"{python} {script}\"\n"
+       "  args: [--lr, '0.01']\n",
+       "6:9", {"baseline.args", "has no {args}"}},
+      {"an ablation's args where the baseline's command has no {args}",
+       "name: s\nbaseline: {script: t.py, launch: command, command: \"{python} {script}\"}\n"
+       "ablations:\n  - {name: x, args: [--lr, '0.02']}\n",
+       "4:21", {"ablations[0].args", "has no {args}"}},
+      {"processes with launch: python", "name: s\nbaseline: {script: t.py, processes: 2}\n"
+       "gpus_per_run: 0\n", "2:37", {"baseline.processes", "torchrun"}},
+      {"processes on GPUs",
+       "name: s\nbaseline: {script: t.py, launch: torchrun, processes: 2}\ngpus_per_run: 2\n",
+       "2:55", {"baseline.processes", "one process per GPU"}},
+      {"processes out of range",
+       "name: s\nbaseline: {script: t.py, launch: torchrun, processes: 65}\n", "2:55",
+       {"baseline.processes"}},
       {"record on an ablation",
        "name: s\nbaseline: {script: t.py}\nablations:\n  - {name: x, args: [a], record: \"20\"}\n",
        "4:26",
        {"ablations[0].record", "unknown key"}},
   };
+}
+
+TEST(ScriptSpecTest, ArgsWithAnArgsPlaceholderAndACpuGangAreAccepted) {
+  ScriptUploads uploads = {{"t.py", Upload("t.py", "print(1)\n")}};
+  absl::StatusOr<ExpandedSweep> command = ParseSweepSpec(
+      "name: s\nbaseline: {script: t.py, launch: command, command: \"{python} {script} {args}\","
+      " args: [--lr, '0.01']}\nablations:\n  - {name: x, args: [--lr, '0.02']}\n",
+      "s.yaml", uploads);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(J::parse(command->variants[1].diff_json)["args"]["to"], J({"--lr", "0.02"}));
+  absl::StatusOr<ExpandedSweep> gang = ParseSweepSpec(
+      "name: s\nbaseline: {script: t.py, launch: torchrun, processes: 2}\ngpus_per_run: 0\n"
+      "ablations:\n  - {name: four, processes: 4}\n",
+      "s.yaml", uploads);
+  ASSERT_TRUE(gang.ok()) << gang.status();
+  EXPECT_EQ(J::parse(gang->variants[0].config_json)["script"]["processes"], 2);
+  EXPECT_EQ(J::parse(gang->variants[1].diff_json)["processes"], J({{"from", 2}, {"to", 4}}));
 }
 
 TEST(ScriptSpecTest, BadSpecsAreRejectedWithPositionAndKey) {

@@ -53,6 +53,19 @@ function progress(sweep, runs, variants) {
   return {fraction, etaMs: (elapsed * (1 - fraction)) / fraction};
 }
 
+// What the baseline runs: its preset at its scale, or the script (path@hash, launch) of a script
+// sweep, read from the baseline variant's config (else the first variant's).
+function baselineText(sweep) {
+  const vs = sweep.variants ?? [];
+  const v = vs.find((x) => x.name === 'baseline') ?? vs[0];
+  let script;
+  try { script = v ? JSON.parse(v.config_json).script : undefined; } catch { script = undefined; }
+  if (script) {
+    return `script ${script.path}@${String(script.snapshot ?? '').slice(0, 12)} (${script.launch})`;
+  }
+  return `${sweep.baseline_preset || '(custom)'} @ ${sweep.scale}`;
+}
+
 function header(page) {
   const {sweep, runs, variants} = page;
   const c = sweep.counts ?? {};
@@ -64,7 +77,7 @@ function header(page) {
       h('h1', {}, `Sweep ${sweep.id}: ${sweep.name}`), badge(sweep.state),
       (sweep.tags ?? []).map((t) => h('span', {class: 'tag'}, t))),
     h('p', {class: 'muted'},
-      `baseline ${sweep.baseline_preset || '(custom)'} @ ${sweep.scale} · dataset ${sweep.dataset}` +
+      `baseline ${baselineText(sweep)} · dataset ${sweep.dataset || 'none'}` +
       ` · target ${sweep.target_val_loss} · ${sweep.seeds} seeds · ` +
       (sweep.gpus_per_run > 0 ? `${sweep.gpus_per_run} GPUs per run` : 'CPU runs') +
       ` · submitted ${fmtTime(num(sweep.created_ms))}`),
@@ -74,7 +87,11 @@ function header(page) {
         `${c.queued ?? 0} queued` + (c.failed ? ` · ${c.failed} failed` : '') +
         (p.etaMs !== undefined ? ` · ETA ${fmtDuration(p.etaMs)}` : ''))),
     reasons.length ? h('div', {class: 'notice', id: 'waiting-reasons'},
-      h('strong', {}, 'Queued runs are waiting: '), h('ul', {}, reasons.map((r) => h('li', {}, r))))
+      h('strong', {}, 'Queued runs are waiting: '),
+      h('ul', {}, reasons.map((r) => h('li',
+        // "N queued runs: unschedulable: ..." (server/core/placement.h): no connected worker can
+        // ever take them.
+        r.includes(': unschedulable: ') ? {class: 'unschedulable'} : {}, r))))
       : null,
   ];
 }
