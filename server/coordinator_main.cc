@@ -53,6 +53,7 @@ struct Flags {
   std::string coordinator_id;
   std::string advertise;
   int64_t pools_poll_ms = 20000;
+  int grpc_buffer_mib = static_cast<int>(kGrpcBufferBytes >> 20);
 };
 
 std::string DefaultDataDir() {
@@ -232,6 +233,11 @@ int Serve(const Flags& f) {
   // Applied by gRPC before any handler checks a token: small for every method (issue 24). Big
   // submits (scripts' files) come in chunks through UploadSweep, after its token check.
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+  // gRPC 1.51 assembles a whole message before it compares it with that limit: without a
+  // quota, four 90 MB calls with no token still cost ~280 MB. Under the quota the transport
+  // refuses (RST_STREAM, ENHANCE_YOUR_CALM) streams that would buffer past it.
+  builder.SetResourceQuota(grpc::ResourceQuota("ablate-coordinator")
+                               .Resize(static_cast<size_t>(f.grpc_buffer_mib) << 20));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "ablate-coordinator: cannot listen on " << f.listen << "\n";
@@ -315,6 +321,11 @@ int main(int argc, char** argv) {
                  "--tls-key)");
   app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert");
   app.add_option("--port-file", f.port_file, "write the bound port here once listening");
+  app.add_option("--grpc-buffer-mib", f.grpc_buffer_mib,
+                 "memory gRPC's transport may hold for received messages, all callers together "
+                 "(every message is at most 4 MiB; beyond this, streams are refused)")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 65536));
   app.add_option("--http", f.http,
                  "HOST:PORT of the web dashboard and its JSON API; port 0 picks a free one; "
                  "'off' serves none")

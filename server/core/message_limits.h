@@ -15,6 +15,11 @@ inline constexpr size_t kUploadChunkBytes = size_t{1} << 20;
 // A whole UploadSweep request: the spec (1 MiB) and its scripts' snapshots (16 MB each).
 inline constexpr size_t kMaxUploadBytes = size_t{96} << 20;
 
+// The gRPC transport's memory quota (--grpc-buffer-mib): gRPC 1.51 buffers a whole message
+// before comparing it with kMaxMessageBytes, so a caller without a token could otherwise make it
+// hold ~90 MB per call; under the quota such streams are reset instead.
+inline constexpr size_t kGrpcBufferBytes = size_t{32} << 20;
+
 }  // namespace ablate
 
 #endif  // ABLATE_SERVER_CORE_MESSAGE_LIMITS_H_
