@@ -18,7 +18,7 @@ namespace ablate {
 namespace {
 
 constexpr size_t kMaxHead = 8192;  // httplib's CPPHTTPLIB_HEADER_MAX_LENGTH
-constexpr int kTickMs = 200;        // deadlines are checked at least this often
+constexpr int kTickMs = 200;       // deadlines are checked at least this often
 
 std::string PeerAddress(const sockaddr_storage& addr, socklen_t len) {
   char host[NI_MAXHOST] = {};

@@ -248,7 +248,8 @@ TEST_F(HttpApiTest, GuessedCookiesAndAuthQueriesAreThrottled) {
     status = Get("/api/sweeps", cookie("guess" + std::to_string(i))).first;
   }
   EXPECT_EQ(status, 429) << "wrong cookies are never throttled";
-  EXPECT_EQ(Get("/api/sweeps", cookie("s3cret")).first, 429) << "not even looked at while throttled";
+  EXPECT_EQ(Get("/api/sweeps", cookie("s3cret")).first, 429)
+      << "not even looked at while throttled";
   EXPECT_EQ(Get("/api/auth", cookie("s3cret")).first, 429);
   EXPECT_EQ(Get("/api/auth").first, 200) << "asking without a token is not a guess";
 
