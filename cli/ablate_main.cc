@@ -12,7 +12,8 @@ namespace {
 constexpr const char* kFooter = R"(
 Exit codes: 0 ok, 1 the watched sweep failed, 2 usage, 3 rejected input (bad spec, invalid
 request), 4 not found, 5 coordinator unreachable or token refused, 130 interrupted.
-Environment: ABLATE_SERVER (HOST:PORT, default 127.0.0.1:7070), ABLATE_TOKEN (client token).
+Environment: ABLATE_SERVER (HOST:PORT, default 127.0.0.1:7070), ABLATE_TOKEN_FILE (a file
+holding the client token, as --token-file), ABLATE_TOKEN (the client token itself).
 
 Typical session:
   ablate submit examples/demo-tiny.yaml --dry-run   # check a spec, store nothing
@@ -37,7 +38,9 @@ int main(int argc, char** argv) {
   app.footer(kFooter);
   app.require_subcommand(1);
   app.add_option("--server", opts.server, "coordinator HOST:PORT (or ABLATE_SERVER)");
-  app.add_option("--token-file", opts.token_file, "file holding the client token (or ABLATE_TOKEN)");
+  app.add_option("--token-file", opts.token_file,
+                 "file holding the client token (or ABLATE_TOKEN_FILE; ABLATE_TOKEN is the "
+                 "token itself)");
   app.add_option("--tls-ca", opts.tls_ca,
                  "PEM CA certificate: use TLS and verify the coordinator (or ABLATE_TLS_CA)");
   app.add_flag("--json", opts.json, "print JSON instead of tables");

@@ -23,6 +23,20 @@ std::string Trim(std::string s) {
   return s;
 }
 
+// The token from the environment: ABLATE_TOKEN_FILE names a file holding it (as --token-file),
+// ABLATE_TOKEN holds it. Both set is refused: which one was meant cannot be told.
+absl::StatusOr<std::string> EnvironmentToken() {
+  const char* file = std::getenv("ABLATE_TOKEN_FILE");
+  const char* value = std::getenv("ABLATE_TOKEN");
+  if (file && *file && value && *value) {
+    return absl::InvalidArgumentError(
+        "both ABLATE_TOKEN_FILE and ABLATE_TOKEN are set: ABLATE_TOKEN_FILE names a file "
+        "holding the client token, ABLATE_TOKEN is the token itself; unset one");
+  }
+  if (file && *file) return ReadTokenFile(file);
+  return value ? Trim(value) : std::string();
+}
+
 }  // namespace
 
 std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* error) {
@@ -41,8 +55,12 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
     }
     c->token_ = *std::move(token);
   } else if (c->token_.empty()) {
-    const char* env = std::getenv("ABLATE_TOKEN");
-    if (env) c->token_ = Trim(env);
+    absl::StatusOr<std::string> token = EnvironmentToken();
+    if (!token.ok()) {
+      *error = std::string(token.status().message());
+      return nullptr;
+    }
+    c->token_ = *std::move(token);
   }
   c->json_ = o.json;
   grpc::ChannelArguments args;
@@ -96,7 +114,8 @@ int Client::Fail(const grpc::Status& s, const std::string& what) const {
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::PERMISSION_DENIED:
       std::cerr << "ablate: the coordinator at " << server_ << " refused the call: " << msg
-                << ".\nPass the client token with --token-file F or ABLATE_TOKEN.\n";
+                << ".\nPass the client token with --token-file F, ABLATE_TOKEN_FILE=F, or "
+                   "ABLATE_TOKEN=<the token itself>.\n";
       return kExitUnreachable;
     default:
       std::cerr << "ablate: " << what << " failed: " << msg << "\n";

@@ -33,8 +33,9 @@ struct ClientOptions {
 
 class Client {
  public:
-  // Resolves server and token from the options and the environment (ABLATE_SERVER,
-  // ABLATE_TOKEN). Fails with a message when the token file cannot be read.
+  // Resolves server and token from the options and the environment: ABLATE_SERVER; the token from
+  // --token-file, else ABLATE_TOKEN_FILE (a file holding it), else ABLATE_TOKEN (the token
+  // itself). Fails with a message when the token file cannot be read or both variables are set.
   static std::unique_ptr<Client> Create(const ClientOptions& options, std::string* error);
 
   v1::AblateService::Stub& stub() { return *stub_; }

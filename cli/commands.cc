@@ -17,6 +17,9 @@
 #include "cli/script_upload.h"
 #include "cli/sweep_text.h"
 #include "cli/table.h"
+#include "server/core/message_limits.h"
+#include "server/core/printable_text.h"
+#include "server/sweep/spec_prescan.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
 
@@ -126,6 +129,26 @@ void PrintRuns(const google::protobuf::RepeatedPtrField<v1::Run>& runs) {
   t.Print(std::cout);
 }
 
+// SubmitSweep, or UploadSweep in chunks when the request is over the coordinator's message limit
+// (scripts' files; server/core/message_limits.h).
+grpc::Status SubmitRequest(Client& c, const v1::SubmitSweepRequest& req,
+                           v1::SubmitSweepResponse* resp) {
+  if (req.ByteSizeLong() + 1024 <= kMaxMessageBytes) {
+    return c.stub().SubmitSweep(c.Context().get(), req, resp);
+  }
+  const std::string bytes = req.SerializeAsString();
+  std::unique_ptr<grpc::ClientContext> ctx = c.Context(/*streaming=*/true);
+  std::unique_ptr<grpc::ClientWriter<v1::SubmitSweepChunk>> writer =
+      c.stub().UploadSweep(ctx.get(), resp);
+  v1::SubmitSweepChunk chunk;
+  for (size_t at = 0; at < bytes.size(); at += kUploadChunkBytes) {
+    chunk.set_data(bytes.substr(at, kUploadChunkBytes));
+    if (!writer->Write(chunk)) break;  // refused (Finish says why)
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
 }  // namespace
 
 namespace {
@@ -172,14 +195,23 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
     ss << in.rdbuf();
     text = ss.str();
   }
+  // The spec travels as a proto3 string, which must be valid UTF-8: bad bytes are reported here,
+  // by the coordinator's own checks, with file:line:column (else the call fails without one).
+  const std::string file_name = path == "-" ? "<stdin>" : TerminalSafe(path);
+  SpecErrors prescan(file_name, text);
+  if (!PrescanSpec(text, &prescan)) {
+    std::cerr << "ablate: spec " << file_name << " rejected:\n"
+              << prescan.ToStatus().message() << "\n";
+    return kExitRejected;
+  }
   v1::SubmitSweepRequest req;
   req.set_spec_yaml(text);
-  req.set_file_name(path == "-" ? "<stdin>" : path);
+  req.set_file_name(file_name);
   req.set_dry_run(dry_run);
   AddScriptUploads(text, path == "-" ? "." : std::filesystem::path(path).parent_path().string(),
                    &req);
   v1::SubmitSweepResponse resp;
-  grpc::Status s = c.stub().SubmitSweep(c.Context().get(), req, &resp);
+  grpc::Status s = SubmitRequest(c, req, &resp);
   if (!s.ok()) return c.Fail(s, "spec " + path);
   if (c.json()) {
     std::cout << ToJson(resp) << "\n";
@@ -280,7 +312,7 @@ int SweepCommand(Client& c, int64_t id) {
             << "  priority " << sw.priority() << ", max concurrent "
             << (sw.max_concurrent() ? std::to_string(sw.max_concurrent()) : "unlimited")
             << ", max attempts " << sw.max_attempts() << ", tags "
-            << (sw.tags().empty() ? "-" : Join(sw.tags())) << "\n"
+            << (sw.tags().empty() ? "-" : TerminalSafe(Join(sw.tags()))) << "\n"
             << "  runs: " << n.total() << " total, " << n.queued() << " queued, "
             << n.assigned() + n.running() << " running, " << n.succeeded() << " succeeded, "
             << n.failed() << " failed, " << n.cancelled() << " cancelled\n";
@@ -344,7 +376,7 @@ int RunCommand(Client& c, int64_t id) {
             << (sum.has_time_to_target_ms() ? FormatDurationMs(sum.time_to_target_ms()) : "-")
             << ", mean step " << OptDouble(sum.has_mean_step_ms(), sum.mean_step_ms(), 1)
             << " ms\n";
-  if (!r.error().empty()) std::cout << "  error: " << r.error() << "\n";
+  if (!r.error().empty()) std::cout << "  error: " << TerminalSafe(r.error()) << "\n";
   if (!r.attempts().empty()) {
     std::cout << "\n";
     Table t({"ATTEMPT", "WORKER", "SLURM_JOB", "STATE", "RESUMED", "EXIT", "STARTED", "FINISHED",
@@ -362,8 +394,14 @@ int RunCommand(Client& c, int64_t id) {
     t.Print(std::cout);
     const std::string& tail = r.attempts(r.attempts_size() - 1).stderr_tail();
     if (!tail.empty()) {
-      std::cout << "\nstderr of the last attempt (tail):\n" << LastLines(tail, 40);
-      if (tail.back() != '\n') std::cout << "\n";
+      std::cout << "\nstderr of the last attempt (tail):\n";
+      std::string last = LastLines(tail, 40);
+      if (!last.empty() && last.back() == '\n') last.pop_back();
+      for (size_t at = 0; at <= last.size();) {  // control characters escaped, line by line
+        size_t end = std::min(last.find('\n', at), last.size());
+        std::cout << TerminalSafe(std::string_view(last).substr(at, end - at)) << "\n";
+        at = end + 1;
+      }
     }
   }
   std::cout << "\nconfig: " << r.config_json() << "\n";

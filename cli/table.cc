@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "server/core/printable_text.h"
+
 namespace ablate {
 namespace {
 
@@ -16,6 +18,11 @@ size_t Width(const std::string& s) {
 }
 
 }  // namespace
+
+void Table::AddRow(std::vector<std::string> row) {
+  for (std::string& cell : row) cell = TerminalSafe(cell);
+  rows_.push_back(std::move(row));
+}
 
 void Table::Print(std::ostream& out) const {
   std::vector<size_t> width(header_.size(), 0);

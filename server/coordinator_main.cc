@@ -17,6 +17,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "server/core/change_feed.h"
+#include "server/core/message_limits.h"
 #include "server/core/token_file.h"
 #include "server/http/dashboard_server.h"
 #include "server/http/web_root.h"
@@ -43,6 +44,7 @@ struct Flags {
   std::string http_port_file;
   bool http_insecure = false;
   int http_max_live_streams = DashboardOptions().max_live_streams;
+  int http_max_connections_per_address = DashboardOptions().gate.max_per_address;
   std::string web_root;
   int64_t lease_ms = 10000;
   int64_t heartbeat_ms = 1000;
@@ -51,6 +53,7 @@ struct Flags {
   std::string coordinator_id;
   std::string advertise;
   int64_t pools_poll_ms = 20000;
+  int grpc_buffer_mib = static_cast<int>(kGrpcBufferBytes >> 20);
 };
 
 std::string DefaultDataDir() {
@@ -123,6 +126,7 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
   options.tls_key_file = f.tls_key;
   options.insecure = f.http_insecure;
   options.max_live_streams = f.http_max_live_streams;
+  options.gate.max_per_address = f.http_max_connections_per_address;
   std::vector<std::string> roots = {f.web_root};
   if (f.web_root.empty()) {
     roots = DefaultWebRoots(std::filesystem::read_symlink("/proc/self/exe").string(),
@@ -226,8 +230,14 @@ int Serve(const Flags& f) {
   builder.AddListeningPort(f.listen, *creds, &port);
   builder.RegisterService(&client_service);
   builder.RegisterService(&worker_service);
-  // A submit carries its scripts' files (up to 16 MB per snapshot, issue 14).
-  builder.SetMaxReceiveMessageSize(96 << 20);
+  // Applied by gRPC before any handler checks a token: small for every method (issue 24). Big
+  // submits (scripts' files) come in chunks through UploadSweep, after its token check.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+  // gRPC 1.51 assembles a whole message before it compares it with that limit: without a
+  // quota, four 90 MB calls with no token still cost ~280 MB. Under the quota the transport
+  // refuses (RST_STREAM, ENHANCE_YOUR_CALM) streams that would buffer past it.
+  builder.SetResourceQuota(grpc::ResourceQuota("ablate-coordinator")
+                               .Resize(static_cast<size_t>(f.grpc_buffer_mib) << 20));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "ablate-coordinator: cannot listen on " << f.listen << "\n";
@@ -311,6 +321,11 @@ int main(int argc, char** argv) {
                  "--tls-key)");
   app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert");
   app.add_option("--port-file", f.port_file, "write the bound port here once listening");
+  app.add_option("--grpc-buffer-mib", f.grpc_buffer_mib,
+                 "memory gRPC's transport may hold for received messages, all callers together "
+                 "(every message is at most 4 MiB; beyond this, streams are refused)")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 65536));
   app.add_option("--http", f.http,
                  "HOST:PORT of the web dashboard and its JSON API; port 0 picks a free one; "
                  "'off' serves none")
@@ -323,6 +338,11 @@ int main(int argc, char** argv) {
                  "more are answered 503")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  app.add_option("--http-max-connections-per-address", f.http_max_connections_per_address,
+                 "dashboard connections one client address may hold at once (a reverse proxy in "
+                 "front counts as one address); more are answered 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--http-port-file", f.http_port_file,
                  "write the dashboard's bound port here once listening");
   app.add_option("--web-root", f.web_root,

@@ -169,7 +169,10 @@ int main(int argc, char** argv) {
   c.sweep_pages = std::min(c.sweep_pages, c.pages);
   ablate::bench::CoordinatorProcess coord(
       ABLATE_COORDINATOR_BIN,
-      {.http = true, .extra_args = {"--http-max-live-streams", std::to_string(c.pages + 16)}});
+      {.http = true,
+       .extra_args = {"--http-max-live-streams", std::to_string(c.pages + 16),
+                      // every page comes from this one loopback address
+                      "--http-max-connections-per-address", std::to_string(c.pages + 64)}});
   if (!coord.ok()) return 1;
   const int pid = coord.pid();
   std::cout << "load average at start: " << LoadAverage() << "\n";

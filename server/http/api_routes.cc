@@ -138,12 +138,6 @@ void GetPlain(httplib::Server& http, const std::string& pattern, F body) {
   });
 }
 
-// Only same-site paths ("/sweeps/3"), never "//host" or "http://...", may follow a login.
-std::string SafeNext(const std::string& next) {
-  if (next.size() < 1 || next[0] != '/' || absl::StartsWith(next, "//")) return "/";
-  return next;
-}
-
 // Percent-encodes everything but unreserved characters (RFC 3986).
 std::string UrlEncode(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -163,15 +157,18 @@ void AddAuthRoutes(httplib::Server& http, const RouteContext& ctx) {
   const CookieTransport transport =
       ctx.options->tls_cert_file.empty() ? CookieTransport::kHttp : CookieTransport::kHttps;
   LoginThrottle* throttle = ctx.throttle;
-  http.Get("/api/auth", [token](const httplib::Request& req, httplib::Response& res) {
+  // A token here is a guess like any other: counted, and not even looked at while throttled.
+  http.Get("/api/auth", [token, throttle](const httplib::Request& req, httplib::Response& res) {
+    if (ThrottledGuess(req, res, *throttle)) return;
     bool ok = RequestAuthorized(req.get_header_value("Authorization"),
                                 req.get_header_value("Cookie"), token);
+    CountGuess(req, ok, *throttle);
     ReplyJson(res, absl::StrCat("{\"required\":", token.empty() ? "false" : "true",
                                 ",\"authorized\":", ok ? "true" : "false", "}"));
   });
   http.Post("/api/login", [token, transport, throttle](const httplib::Request& req,
                                                        httplib::Response& res) {
-    std::string next = SafeNext(Param(req, "next"));
+    std::string next = SafeRedirectPath(Param(req, "next"));
     // An address that guessed wrong too often waits; its token is not even looked at.
     if (int64_t wait_ms = throttle->WaitMs(req.remote_addr); wait_ms > 0) {
       std::string wait_s = std::to_string((wait_ms + 999) / 1000);

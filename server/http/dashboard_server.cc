@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/http/api_queries.h"
+#include "server/http/connection_gate.h"
 #include "server/http/http_auth.h"
 #include "server/http/http_routes.h"
 #include "server/http/json_reply.h"
@@ -45,6 +46,18 @@ absl::StatusOr<HostPort> ParseListen(const std::string& listen) {
   return hp;
 }
 
+// httplib 0.11 has no hook between accept() and the pool thread that reads the request, and its
+// per-connection processing is private. An explicit instantiation may name a private member
+// ([temp.spec.general]/6); this is the one place that does, so that ConnectionGate's complete
+// requests go through httplib's own processing (a virtual: SSLServer's runs the TLS handshake).
+using ProcessSocket = bool (httplib::Server::*)(socket_t);
+ProcessSocket ProcessAndCloseSocket();
+template <ProcessSocket kMember>
+struct ProcessSocketAccess {
+  friend ProcessSocket ProcessAndCloseSocket() { return kMember; }
+};
+template struct ProcessSocketAccess<&httplib::Server::process_and_close_socket>;
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -57,19 +70,6 @@ bool NeedsToken(const std::string& path) {
          path != "/api/logout";
 }
 
-// A Bearer token from an address that guessed wrong too often is not even looked at (429).
-bool Throttled(const httplib::Request& req, httplib::Response& res, LoginThrottle& throttle) {
-  if (!BearerToken(req.get_header_value("Authorization"))) return false;
-  int64_t wait_ms = throttle.WaitMs(req.remote_addr);
-  if (wait_ms <= 0) return false;
-  res.set_header("Retry-After", std::to_string((wait_ms + 999) / 1000));
-  ReplyJson(res, absl::ResourceExhaustedError(absl::StrCat(
-                     "too many wrong client tokens from ", req.remote_addr, "; try again in ",
-                     (wait_ms + 999) / 1000, " s")));
-  res.status = 429;  // Too Many Requests: the code for "slow down", with Retry-After
-  return true;
-}
-
 void InstallChecks(httplib::Server& http, const DashboardOptions& options,
                    LoginThrottle* throttle) {
   const std::string token = options.client_token;
@@ -80,12 +80,11 @@ void InstallChecks(httplib::Server& http, const DashboardOptions& options,
       res.set_header("Cache-Control", "no-store");
     }
     if (!NeedsToken(req.path)) return httplib::Server::HandlerResponse::Unhandled;
-    if (Throttled(req, res, *throttle)) return httplib::Server::HandlerResponse::Handled;
-    if (RequestAuthorized(req.get_header_value("Authorization"), req.get_header_value("Cookie"),
-                          token)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    if (BearerToken(req.get_header_value("Authorization"))) throttle->Failed(req.remote_addr);
+    if (ThrottledGuess(req, res, *throttle)) return httplib::Server::HandlerResponse::Handled;
+    bool ok = RequestAuthorized(req.get_header_value("Authorization"),
+                                req.get_header_value("Cookie"), token);
+    CountGuess(req, ok, *throttle);
+    if (ok) return httplib::Server::HandlerResponse::Unhandled;
     ReplyJson(res, absl::UnauthenticatedError(
                        "this coordinator requires its client token: send 'Authorization: Bearer "
                        "<token>' or log in at /login"));
@@ -144,6 +143,27 @@ absl::Status CheckExposure(const HostPort& hp, const DashboardOptions& o) {
 
 }  // namespace
 
+bool ThrottledGuess(const httplib::Request& req, httplib::Response& res, LoginThrottle& throttle) {
+  if (!CarriesToken(req.get_header_value("Authorization"), req.get_header_value("Cookie"))) {
+    return false;
+  }
+  int64_t wait_ms = throttle.WaitMs(req.remote_addr);
+  if (wait_ms <= 0) return false;
+  res.set_header("Retry-After", std::to_string((wait_ms + 999) / 1000));
+  ReplyJson(res, absl::ResourceExhaustedError(absl::StrCat(
+                     "too many wrong client tokens from ", req.remote_addr, "; try again in ",
+                     (wait_ms + 999) / 1000, " s")));
+  res.status = 429;  // Too Many Requests: the code for "slow down", with Retry-After
+  return true;
+}
+
+void CountGuess(const httplib::Request& req, bool authorized, LoginThrottle& throttle) {
+  if (!authorized &&
+      CarriesToken(req.get_header_value("Authorization"), req.get_header_value("Cookie"))) {
+    throttle.Failed(req.remote_addr);
+  }
+}
+
 DashboardServer::DashboardServer(DashboardOptions options, Store* store, ChangeFeed* feed,
                                  ServiceHooks hooks, std::unique_ptr<httplib::Server> http)
     : options_(std::move(options)),
@@ -166,8 +186,6 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
   std::unique_ptr<DashboardServer> server(new DashboardServer(
       std::move(options), store, feed, std::move(hooks), *std::move(http_server)));
   httplib::Server& http = *server->http_;
-  const int threads = server->options_.max_live_streams + 16;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   InstallChecks(http, server->options_, &server->throttle_);
   RouteContext ctx{server->queries_.get(),  feed,
                    &server->options_,       &server->stopping_,
@@ -176,10 +194,9 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
   AddApiRoutes(http, ctx);
   AddLiveRoutes(http, ctx);
   AddPageRoutes(http, ctx);
-  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
-  // library): when many pages connect at once (every browser tab reconnecting after a restart)
-  // the kernel drops the SYNs beyond it and each such client retries only after 1, 3, 7, ... s.
-  // The listening socket is taken here and listen() is called again with the system's maximum.
+  // One request per connection: every request then passes the gate whole, so a client that
+  // sends its second request a byte at a time cannot hold a pool thread either.
+  http.set_keep_alive_max_count(1);
   int listen_fd = -1;
   http.set_socket_options([&listen_fd](socket_t sock) {
     httplib::default_socket_options(sock);
@@ -189,25 +206,36 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
   server->port_ = hp->port == 0 ? http.bind_to_any_port(hp->host)
                                 : (http.bind_to_port(hp->host, hp->port) ? hp->port : -1);
   http.set_socket_options(httplib::default_socket_options);
-  if (server->port_ > 0 && listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
-  if (server->port_ <= 0) {
+  if (server->port_ <= 0 || listen_fd < 0) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen for HTTP on ", server->options_.listen,
         " (address in use or not on this machine); choose another with --http HOST:PORT"));
   }
-  server->thread_ = std::thread([&http] { http.listen_after_bind(); });
-  // httplib's stop() does nothing before the listen loop has begun: wait for it, so that a Stop
-  // right after Start cannot leave the loop running forever.
-  for (int i = 0; i < 5000 && !http.is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  // httplib listens with a backlog of 5 (compiled into Debian's library): when many pages connect
+  // at once the kernel would drop the SYNs beyond it and each such client retry only after 1, 3,
+  // 7, ... s. listen() again with the system's maximum.
+  ::listen(listen_fd, SOMAXCONN);
+  server->StartServing(listen_fd);
   return server;
+}
+
+void DashboardServer::StartServing(int listen_fd) {
+  const int threads = options_.max_live_streams + 16;
+  pool_ = std::make_unique<httplib::ThreadPool>(threads);
+  ConnectionGateOptions gate = options_.gate;
+  gate.opaque = !options_.tls_cert_file.empty();
+  httplib::Server* http = http_.get();
+  httplib::TaskQueue* pool = pool_.get();
+  gate_ = std::make_unique<ConnectionGate>(
+      gate, [http](int fd) { (http->*ProcessAndCloseSocket())(fd); },
+      [pool](std::function<void()> work) { pool->enqueue(std::move(work)); });
+  gate_->Start(listen_fd);
 }
 
 void DashboardServer::Stop() {
   if (stopping_.exchange(true)) return;
-  http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (gate_) gate_->Stop();  // live streams see stopping_ or their closed sockets and end
+  if (pool_) pool_->shutdown();
 }
 
 DashboardServer::~DashboardServer() { Stop(); }

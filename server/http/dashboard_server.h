@@ -36,12 +36,14 @@
 
 #include "absl/status/statusor.h"
 #include "server/core/change_feed.h"
+#include "server/http/connection_gate.h"
 #include "server/http/login_throttle.h"
 #include "server/rpc/ablate_service.h"
 #include "server/store/store.h"
 
 namespace httplib {
 class Server;
+class TaskQueue;
 }
 
 namespace ablate {
@@ -64,6 +66,9 @@ struct DashboardOptions {
   bool insecure = false;
   // Slowing down of wrong tokens per client address (login form and Bearer headers).
   LoginThrottleOptions login_throttle;
+  // The front door: connections per client address, and the deadline for a request to arrive
+  // whole before it gets a thread (connection_gate.h). `opaque` is set from the TLS files.
+  ConnectionGateOptions gate;
   // Live streams open at once; more are answered 503 so that API requests keep their threads.
   int max_live_streams = 32;
   // A live stream polls at most this often, and at least every second.
@@ -101,6 +106,7 @@ class DashboardServer {
  private:
   DashboardServer(DashboardOptions options, Store* store, ChangeFeed* feed, ServiceHooks hooks,
                   std::unique_ptr<httplib::Server> http);
+  void StartServing(int listen_fd);
 
   const DashboardOptions options_;
   ChangeFeed* const feed_;
@@ -112,7 +118,8 @@ class DashboardServer {
   std::atomic<int> live_streams_{0};
   std::string host_;
   int port_ = 0;
-  std::thread thread_;
+  std::unique_ptr<httplib::TaskQueue> pool_;  // runs the requests, one thread per connection
+  std::unique_ptr<ConnectionGate> gate_;      // accepts; hands whole requests to pool_
 };
 
 }  // namespace ablate

@@ -34,6 +34,20 @@ std::string Hex(std::string_view s) {
 
 }  // namespace
 
+bool CarriesToken(std::string_view authorization, std::string_view cookie_header) {
+  return BearerToken(authorization).has_value() ||
+         CookieValue(cookie_header, kTokenCookie).has_value();
+}
+
+std::string SafeRedirectPath(std::string_view next) {
+  if (next.size() < 1 || next[0] != '/') return "/";
+  if (next.size() > 1 && (next[1] == '/' || next[1] == '\\')) return "/";
+  for (unsigned char c : next) {
+    if (c <= 0x20 || c >= 0x7f || c == '\\') return "/";
+  }
+  return std::string(next);
+}
+
 bool ConstantTimeEquals(std::string_view given, std::string_view expected) {
   // Every byte of `expected` is compared whatever `given` is: no early exit on a wrong length
   // or a wrong first byte.

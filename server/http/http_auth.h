@@ -27,6 +27,15 @@ std::optional<std::string_view> CookieValue(std::string_view cookie_header, std:
 bool RequestAuthorized(std::string_view authorization, std::string_view cookie_header,
                        std::string_view expected);
 
+// Whether the request presents a client token at all (a Bearer header or the login cookie), so
+// that a wrong one counts as a guess.
+bool CarriesToken(std::string_view authorization, std::string_view cookie_header);
+
+// Where to send the browser after logging in: `next` when it is a path on this site ("/sweeps/3",
+// with query), else "/". Refused: anything not starting with one '/', "//host", "/\host" (browsers
+// read a backslash as a slash), and any control character, space, backslash or non-ASCII byte.
+std::string SafeRedirectPath(std::string_view next);
+
 // Whether the dashboard is served over HTTPS: its cookie is then Secure (never sent in clear).
 enum class CookieTransport { kHttp, kHttps };
 

@@ -46,6 +46,13 @@ absl::Status CheckParams(const httplib::Request& req,
 // The parameter's value, "" when absent.
 std::string Param(const httplib::Request& req, const char* name);
 
+// A request presenting a client token (Bearer header or login cookie) from an address that
+// guessed wrong too often: answers 429 with Retry-After and returns true; its token is not even
+// looked at. False (nothing answered) otherwise.
+bool ThrottledGuess(const httplib::Request& req, httplib::Response& res, LoginThrottle& throttle);
+// Counts a presented token that was wrong (`authorized` false) against the request's address.
+void CountGuess(const httplib::Request& req, bool authorized, LoginThrottle& throttle);
+
 }  // namespace ablate
 
 #endif  // ABLATE_SERVER_HTTP_HTTP_ROUTES_H_

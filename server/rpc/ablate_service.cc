@@ -6,6 +6,8 @@
 #include <map>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "server/core/message_limits.h"
 #include "server/rpc/convert.h"
 #include "server/sweep/sweep_spec.h"
 #include "trainer/config/knob_schema.h"
@@ -175,6 +177,30 @@ grpc::Status AblateServiceImpl::SubmitSweep(grpc::ServerContext* ctx,
   for (const Run& r : *runs) ToProto(r, resp->add_runs());
   for (const std::string& note : expanded->notes) resp->add_notes(note);
   return grpc::Status::OK;
+}
+
+grpc::Status AblateServiceImpl::UploadSweep(grpc::ServerContext* ctx,
+                                            grpc::ServerReader<v1::SubmitSweepChunk>* reader,
+                                            v1::SubmitSweepResponse* resp) {
+  // Before the first chunk is read: without the token nothing is buffered.
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  std::string bytes;
+  v1::SubmitSweepChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (bytes.size() + chunk.data().size() > kMaxUploadBytes) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("the sweep upload is over ", kMaxUploadBytes,
+                                       " bytes (96 MiB); make its scripts smaller"));
+    }
+    bytes += chunk.data();
+  }
+  v1::SubmitSweepRequest req;
+  if (!req.ParseFromString(bytes)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the uploaded bytes are not a SubmitSweepRequest");
+  }
+  bytes = std::string();  // the parsed copy is all that is needed now
+  return SubmitSweep(ctx, &req, resp);
 }
 
 grpc::Status AblateServiceImpl::ListSweeps(grpc::ServerContext* ctx,

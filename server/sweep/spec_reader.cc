@@ -5,6 +5,7 @@
 #include <map>
 #include <span>
 
+#include "server/core/printable_text.h"
 #include "server/sweep/duration.h"
 #include "server/sweep/script_spec.h"
 #include "server/sweep/sweep_keys.h"
@@ -31,6 +32,7 @@ constexpr std::string_view kAblationKeys[] = {"name",       "set",       "script
 constexpr size_t kMaxMapKeys = 64;
 constexpr size_t kMaxAblations = 10000;
 constexpr size_t kMaxGridValues = 10000;
+constexpr size_t kMaxTags = 32;
 
 struct Entry {
   YAML::Node key;
@@ -91,6 +93,7 @@ class SpecReader {
   void ReadSeeds(const YAML::Node& node);
   void ReadGpus(const YAML::Node& node);
   void ReadCheckpointEvery(const YAML::Node& node);
+  void ReadTags(const YAML::Node& node);
   void ReadBaseline(const YAML::Node& node);
   void CheckScriptBaseline(Entries& e);
   void ReadAblations(const YAML::Node& node);
@@ -176,9 +179,26 @@ void SpecReader::ReadSettings(const Entries& top) {
     spec_.dataset = ReadName(node("dataset"), "dataset", "dataset", errors_);
   if (top.count("pool")) spec_.pool = ReadName(node("pool"), "pool", "pool name", errors_).value_or("");
   if (top.count("checkpoint_every")) ReadCheckpointEvery(node("checkpoint_every"));
-  if (top.count("tags")) {
-    spec_.tags = ReadStringList(node("tags"), "tags", errors_).value_or(std::vector<std::string>{});
+  if (top.count("tags")) ReadTags(node("tags"));
+}
+
+// Tags are listed by `ablate sweeps` and the dashboard: a bounded number of printable strings.
+void SpecReader::ReadTags(const YAML::Node& node) {
+  if (node.IsSequence() && node.size() > kMaxTags) {
+    errors_->Add(node, "tags", "at most " + std::to_string(kMaxTags) + " tags, got " +
+                                   std::to_string(node.size()));
+    return;
   }
+  std::optional<std::vector<std::string>> tags = ReadStringList(node, "tags", errors_);
+  if (!tags) return;
+  bool ok = true;
+  for (size_t i = 0; i < tags->size(); ++i) {
+    if (std::optional<std::string> why = UnprintableReason((*tags)[i])) {
+      errors_->Add(node[i], IndexPath("tags", i), "a tag must be printable text; it has a " + *why);
+      ok = false;
+    }
+  }
+  if (ok) spec_.tags = *std::move(tags);
 }
 
 // `seeds: 8` (fixed) or `seeds: {min: 3, max: 16}` (sequential: server/stats/sequential_rule.h).

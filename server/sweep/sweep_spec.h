@@ -17,7 +17,7 @@
 //   max_attempts: 3                     # 1..20
 //   dataset: fineweb10B                 # default: the preset's; "debian-text" at scale tiny;
 //                                       # none for a script sweep (fineweb10B with data_link)
-//   tags: [a, b]
+//   tags: [a, b]                        # at most 32, 1..100 printable characters each
 //   pool: h100                          # run only on that pool's workers (ablate-coordinator --pools)
 //   checkpoint_every: 10m               # built-in trainer runs checkpoint this often (>= 1s, a
 //                                       # unit required) into ablate-worker --checkpoint-dir;

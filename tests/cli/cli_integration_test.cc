@@ -118,6 +118,47 @@ TEST_F(CliTest, GridAroundTheBaselineMergesThatPoint) {
   EXPECT_EQ(resp["notes"].size(), 1u);
 }
 
+// Issue 24 (12): a spec that is not UTF-8 cannot travel as a proto3 string; the reason and its
+// file:line:column come from the CLI before anything is sent.
+TEST_F(CliTest, InvalidUtf8SpecIsRejectedWithItsPosition) {
+  WriteFile(Spec(), "name: bad\nbaseline: {preset: r20-sub3min, scale: tiny}\ntags: [ab\xFF]\n");
+  for (bool dry : {true, false}) {
+    std::vector<std::string> args = {"submit", Spec()};
+    if (dry) args.push_back("--dry-run");
+    ProcessResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find(Spec() + ":3:10: the spec is not valid UTF-8 (byte 0xFF)"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(CountRows("sweeps"), 0);
+}
+
+// Issue 24 (11): stored text (a tag stored before tags were checked, a worker's error) reaches the
+// terminal with its control characters escaped.
+TEST_F(CliTest, StoredControlCharactersAreEscapedOnOutput) {
+  ASSERT_EQ(Cli({"submit", Spec()}).exit_code, 0);
+  sqlite3* db = nullptr;
+  const std::string path = data_.path() + "/ablate.db";
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO sweep_tags (sweep_id, tag) VALUES "
+                         "(1, 'red' || char(27) || '[31m' || char(7) || char(8238) || 'x')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"sweeps"}, std::vector<std::string>{"sweep", "1"}}) {
+    ProcessResult r = Cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << args[0] << " printed a raw ESC";
+    EXPECT_EQ(r.out.find('\x07'), std::string::npos) << args[0] << " printed a raw BEL";
+    EXPECT_EQ(r.out.find("\xE2\x80\xAE"), std::string::npos) << args[0] << " printed U+202E";
+    EXPECT_NE(r.out.find("red\\x1b[31m\\x07\\u202ex"), std::string::npos) << r.out;
+  }
+}
+
 TEST_F(CliTest, SubmitListShowRuns) {
   ProcessResult dry = Cli({"submit", Spec(), "--dry-run"});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
@@ -297,6 +338,31 @@ TEST_F(TokenTest, WrongOrMissingTokenIsRefused) {
   ProcessResult ok = Cli({"--token-file", data_.path() + "/client.token", "submit", Spec()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(Cli({"sweeps"}, {{"ABLATE_TOKEN", "s3cret"}}).exit_code, 0);
+}
+
+// Issue 24 (14): ABLATE_TOKEN_FILE stands in for --token-file (a file), ABLATE_TOKEN is the
+// token itself; both set at once is refused rather than guessed.
+TEST_F(TokenTest, TokenFileAndTokenValueFromTheEnvironment) {
+  const std::string file = data_.path() + "/client.token";
+  ProcessResult by_file = Cli({"sweeps"}, {{"ABLATE_TOKEN_FILE", file}});
+  EXPECT_EQ(by_file.exit_code, 0) << by_file.err;
+  ProcessResult wrong_file =
+      Cli({"sweeps"}, {{"ABLATE_TOKEN_FILE", data_.path() + "/wrong.token"}});
+  EXPECT_EQ(wrong_file.exit_code, 5) << wrong_file.err;
+  ProcessResult missing = Cli({"sweeps"}, {{"ABLATE_TOKEN_FILE", data_.path() + "/nope.token"}});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("nope.token"), std::string::npos) << missing.err;
+  ProcessResult both = Cli({"sweeps"}, {{"ABLATE_TOKEN_FILE", file}, {"ABLATE_TOKEN", "s3cret"}});
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("both ABLATE_TOKEN_FILE and ABLATE_TOKEN"), std::string::npos)
+      << both.err;
+  // A file name in ABLATE_TOKEN is taken as the token (and refused), as documented.
+  ProcessResult name_as_token = Cli({"sweeps"}, {{"ABLATE_TOKEN", file}});
+  EXPECT_EQ(name_as_token.exit_code, 5);
+  EXPECT_NE(name_as_token.err.find("ABLATE_TOKEN_FILE"), std::string::npos) << name_as_token.err;
+  ProcessResult flag_wins =
+      Cli({"--token-file", file, "sweeps"}, {{"ABLATE_TOKEN", "guess"}});
+  EXPECT_EQ(flag_wins.exit_code, 0) << flag_wins.err;
 }
 
 // The CLI, the worker and the coordinator read token files the same way (server/core/

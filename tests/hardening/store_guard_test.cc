@@ -31,12 +31,15 @@ using namespace std::chrono_literals;
 // A real ablate-coordinator on OS-chosen loopback ports over `data_dir`.
 class Coordinator {
  public:
-  Coordinator(const std::string& data_dir, const std::string& log_dir) : data_dir_(data_dir) {
+  Coordinator(const std::string& data_dir, const std::string& log_dir,
+              const std::vector<std::string>& extra_args = {})
+      : data_dir_(data_dir) {
     std::filesystem::remove(PortFile());
-    proc_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
-                                 data_dir, "--port-file", PortFile(), "--http", "off"},
-        log_dir);
+    std::vector<std::string> argv = {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0",
+                                     "--data-dir",           data_dir,   "--port-file",
+                                     PortFile(),             "--http",   "off"};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    proc_ = std::make_unique<Subprocess>(argv, log_dir);
   }
   std::string PortFile() const { return data_dir_ + "/port"; }
   // Waits for the port file; "" when the process exited or 10 s passed first.
@@ -69,6 +72,23 @@ TEST(OneCoordinatorPerStore, SecondCoordinatorRefusesNamingDirAndHolder) {
   EXPECT_NE(r->err.find("PID " + std::to_string(first.proc().pid())), std::string::npos)
       << r->err;
   // The first one is untouched and still serving.
+  EXPECT_FALSE(first.proc().Wait(0ms).has_value());
+}
+
+// Issue 24 (15): the guarantee must not rest on the lock file surviving.
+TEST(OneCoordinatorPerStore, DeletedLockFileDoesNotLetASecondOneIn) {
+  TempDir data, logs_a, logs_b;
+  Coordinator first(data.path(), logs_a.path());
+  ASSERT_NE(first.WaitAddress(), "") << first.proc().Stderr();
+  ASSERT_TRUE(std::filesystem::remove(data.path() + "/ablate.lock"));
+  Coordinator second(data.path(), logs_b.path());
+  std::optional<ProcessResult> r = second.proc().Wait(10s);
+  ASSERT_TRUE(r.has_value()) << "a second coordinator serves the same database";
+  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_NE(r->err.find("database " + data.path() + "/ablate.db is in use"), std::string::npos)
+      << r->err;
+  EXPECT_NE(r->err.find("PID " + std::to_string(first.proc().pid())), std::string::npos)
+      << r->err;
   EXPECT_FALSE(first.proc().Wait(0ms).has_value());
 }
 
@@ -179,6 +199,117 @@ class SubmitLoad {
   std::vector<int64_t> committed_;
   std::thread thread_;
 };
+
+// A field of /proc/PID/status in KiB ("VmRSS", "VmHWM"); -1 when absent.
+int64_t StatusKib(int pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+// Issue 24 (6): a caller without the client token must not make the coordinator buffer big
+// messages: every method takes at most 4 MiB, and only UploadSweep takes more, after the token.
+TEST(MessageLimits, UnauthenticatedBigMessagesAreNotBuffered) {
+  TempDir data, logs;
+  WriteFile(data.path() + "/client.token", "s3cret\n");
+  Coordinator c(data.path(), logs.path(),
+                {"--client-token-file", data.path() + "/client.token"});
+  const std::string address = c.WaitAddress();
+  ASSERT_NE(address, "") << c.proc().Stderr();
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(-1);
+  auto stub = v1::AblateService::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  {
+    grpc::ClientContext ctx;  // warm up: the coordinator's threads and caches exist
+    v1::ListSweepsResponse resp;
+    ctx.AddMetadata("authorization", "Bearer s3cret");
+    ASSERT_TRUE(stub->ListSweeps(&ctx, {}, &resp).ok());
+  }
+  const int64_t before_kib = StatusKib(c.proc().pid(), "VmRSS");
+  v1::SubmitSweepRequest big;
+  big.set_spec_yaml(std::string(90 << 20, 'a'));
+  std::vector<std::thread> callers;
+  std::atomic<int> refused{0};
+  for (int i = 0; i < 4; ++i) {
+    callers.emplace_back([&, i] {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+      ctx.AddMetadata("authorization", "Bearer guess");
+      v1::SubmitSweepResponse resp;
+      grpc::Status s;
+      if (i % 2 == 0) {
+        s = stub->SubmitSweep(&ctx, big, &resp);
+      } else {  // the chunked path, refused before its first chunk is read
+        auto writer = stub->UploadSweep(&ctx, &resp);
+        const std::string bytes = big.SerializeAsString();
+        v1::SubmitSweepChunk chunk;
+        for (size_t at = 0; at < bytes.size(); at += 1 << 20) {
+          chunk.set_data(bytes.substr(at, 1 << 20));
+          if (!writer->Write(chunk)) break;
+        }
+        writer->WritesDone();
+        s = writer->Finish();
+      }
+      if (!s.ok()) ++refused;
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(refused.load(), 4);
+  const int64_t peak_kib = StatusKib(c.proc().pid(), "VmHWM");
+  EXPECT_LT(peak_kib - before_kib, 100 * 1024)
+      << "four 90 MB calls with a wrong token took the coordinator from " << before_kib / 1024
+      << " MB to a peak of " << peak_kib / 1024 << " MB";
+  EXPECT_FALSE(c.proc().Wait(0ms).has_value()) << c.proc().Stderr();
+}
+
+// The big path still works with the token: a spec with a 10 MB script goes up in chunks.
+TEST(MessageLimits, BigSubmitsGoUpInChunksWithTheToken) {
+  TempDir data, logs;
+  WriteFile(data.path() + "/client.token", "s3cret\n");
+  Coordinator c(data.path(), logs.path(),
+                {"--client-token-file", data.path() + "/client.token"});
+  const std::string address = c.WaitAddress();
+  ASSERT_NE(address, "") << c.proc().Stderr();
+  v1::SubmitSweepRequest req;
+  req.set_spec_yaml("name: big\nbaseline: {script: big.py}\ndataset: bench\ngpus_per_run: 0\n");
+  req.set_file_name("big.yaml");
+  req.set_dry_run(true);
+  v1::ScriptUpload* u = req.add_scripts();
+  u->set_script("big.py");
+  v1::SnapshotFile* f = u->add_files();
+  f->set_path("big.py");
+  f->set_content(std::string(10 << 20, '#'));
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(-1);
+  auto stub = v1::AblateService::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer s3cret");
+    v1::SubmitSweepResponse resp;
+    grpc::Status s = stub->SubmitSweep(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  }
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer s3cret");
+  v1::SubmitSweepResponse resp;
+  auto writer = stub->UploadSweep(&ctx, &resp);
+  const std::string bytes = req.SerializeAsString();
+  v1::SubmitSweepChunk chunk;
+  for (size_t at = 0; at < bytes.size(); at += 1 << 20) {
+    chunk.set_data(bytes.substr(at, 1 << 20));
+    ASSERT_TRUE(writer->Write(chunk));
+  }
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.sweep().name(), "big");
+  EXPECT_EQ(resp.runs_size(), 1);
+}
 
 // (sweeps, runs of sweep `id`) in the backup, and its integrity_check answer.
 struct CopyFacts {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "server/http/dashboard_server.h"
+#include "server/http/http_auth.h"
 #include "tests/http/sweep_fixture.h"
 #include "tests/util/subprocess.h"
 
@@ -216,6 +217,162 @@ TEST_F(HttpApiTest, ClientTokenAsHeaderOrLoginCookie) {
   httplib::Headers with_cookie = {{"Cookie", cookie.substr(0, cookie.find(';'))}};
   EXPECT_EQ(Get("/api/sweeps", with_cookie).first, 200);
   EXPECT_EQ(Get("/api/auth", with_cookie).second["authorized"], true);
+}
+
+// Issue 24 (10): a backslash is a slash to browsers, so "/\\evil" would leave the site.
+TEST_F(HttpApiTest, LoginNeverRedirectsOffTheSite) {
+  Start("s3cret");
+  for (const char* next : {"/%5Cevil.example", "/%5C%5Cevil.example", "%2F%2Fevil.example",
+                           "/%09/evil.example", "https://evil.example/", "/sweeps%0D%0AX:1"}) {
+    httplib::Result r = client_->Post("/api/login", std::string("token=s3cret&next=") + next,
+                                      "application/x-www-form-urlencoded");
+    ASSERT_TRUE(r) << next;
+    EXPECT_EQ(r->status, 303) << next;
+    EXPECT_EQ(r->get_header_value("Location"), "/") << next;
+  }
+  httplib::Result ok = client_->Post("/api/login", "token=s3cret&next=%2Fsweeps%2F3%3Fx%3D1",
+                                     "application/x-www-form-urlencoded");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->get_header_value("Location"), "/sweeps/3?x=1");
+}
+
+// Issue 24 (9): guessing through the cookie or GET /api/auth is slowed down like the login form.
+TEST_F(HttpApiTest, GuessedCookiesAndAuthQueriesAreThrottled) {
+  Start("s3cret");
+  auto cookie = [](const std::string& token) {
+    std::string c = LoginCookie(token);
+    return httplib::Headers{{"Cookie", c.substr(0, c.find(';'))}};
+  };
+  int status = 0;
+  for (int i = 0; i < 8 && status != 429; ++i) {
+    status = Get("/api/sweeps", cookie("guess" + std::to_string(i))).first;
+  }
+  EXPECT_EQ(status, 429) << "wrong cookies are never throttled";
+  EXPECT_EQ(Get("/api/sweeps", cookie("s3cret")).first, 429)
+      << "not even looked at while throttled";
+  EXPECT_EQ(Get("/api/auth", cookie("s3cret")).first, 429);
+  EXPECT_EQ(Get("/api/auth").first, 200) << "asking without a token is not a guess";
+
+  Start("s3cret");  // a fresh throttle: now guess through /api/auth alone
+  status = 0;
+  for (int i = 0; i < 8 && status != 429; ++i) {
+    auto [got, body] = Get("/api/auth", {{"Authorization", "Bearer guess" + std::to_string(i)}});
+    status = got;
+    if (got == 200) {
+      EXPECT_EQ(body["authorized"], false);
+    }
+  }
+  EXPECT_EQ(status, 429) << "GET /api/auth answers guesses without limit";
+}
+
+// A TCP connection to 127.0.0.1:`port` from the loopback address `from` (127.0.0.0/8 is all
+// this machine), so that one test can play several client addresses.
+int ConnectFrom(const char* from, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  inet_pton(AF_INET, from, &src.sin_addr);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Issue 24 (7): clients that send their request a byte at a time must not take the threads that
+// serve everyone else; each address has a cap, and a request has a deadline to arrive.
+class SlowClientsTest : public HttpApiTest {
+ protected:
+  void StartGated(ConnectionGateOptions gate) {
+    server_.reset();
+    DashboardOptions options;
+    options.listen = "127.0.0.1:0";
+    options.max_live_streams = 4;  // 20 serving threads: fewer than the slow clients
+    options.gate = gate;
+    server_ = DashboardServer::Start(options, store_.get(), &feed_, {}).value();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(4, 0);
+  }
+  // `n` connections from `from`, each having sent the first byte of a request.
+  std::vector<int> SlowClients(const char* from, int n) {
+    std::vector<int> fds;
+    for (int i = 0; i < n; ++i) {
+      int fd = ConnectFrom(from, server_->port());
+      if (fd >= 0 && send(fd, "G", 1, MSG_NOSIGNAL) == 1) fds.push_back(fd);
+    }
+    return fds;
+  }
+};
+
+TEST_F(SlowClientsTest, ByteAtATimeClientsDoNotStopOthers) {
+  StartGated({});
+  std::vector<int> slow = SlowClients("127.0.0.2", 60);
+  ASSERT_EQ(slow.size(), 60u);
+  std::atomic<bool> done{false};
+  std::thread dribble([&] {
+    const std::string rest = "ET /api/sweeps HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaa";
+    for (size_t i = 0; i < rest.size() && !done; ++i) {
+      for (int fd : slow) (void)!send(fd, &rest[i], 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(200ms);
+    }
+  });
+  std::this_thread::sleep_for(500ms);  // every slow client has been accepted by now
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Get("/api/sweeps").first, 200) << "request " << i << " behind 60 slow clients";
+  }
+  done = true;
+  dribble.join();
+  for (int fd : slow) close(fd);
+}
+
+TEST_F(SlowClientsTest, EachAddressHasACapAndRequestsADeadline) {
+  ConnectionGateOptions gate;
+  gate.max_per_address = 8;
+  gate.request_deadline = 1000ms;
+  StartGated(gate);
+  std::vector<int> slow = SlowClients("127.0.0.3", 8);
+  ASSERT_EQ(slow.size(), 8u);
+  int ninth = ConnectFrom("127.0.0.3", server_->port());
+  ASSERT_GE(ninth, 0);
+  char buf[512] = {};
+  ssize_t n = recv(ninth, buf, sizeof buf - 1, 0);
+  EXPECT_GT(n, 0);
+  EXPECT_EQ(std::string(buf).rfind("HTTP/1.1 503", 0), 0u) << buf;
+  close(ninth);
+  EXPECT_EQ(Get("/api/sweeps").first, 200) << "another address is not capped";
+  // The deadline: the slow ones are closed unanswered (recv sees the end, not a response).
+  timeval tv{5, 0};
+  setsockopt(slow[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  // (A socket closed with unread bytes ends with a reset rather than a FIN.)
+  ssize_t end = recv(slow[0], buf, sizeof buf, 0);
+  EXPECT_TRUE(end == 0 || (end < 0 && errno == ECONNRESET))
+      << "a request that never ends is kept open: recv " << end << " " << strerror(errno);
+  for (int fd : slow) close(fd);
+  // Their slots are free again.
+  int again = ConnectFrom("127.0.0.3", server_->port());
+  ASSERT_GE(again, 0);
+  const std::string req = "GET /api/sweeps HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(again, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  n = recv(again, buf, sizeof buf - 1, 0);
+  EXPECT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, n > 0 ? n : 0).rfind("HTTP/1.1 200", 0), 0u);
+  close(again);
+}
+
+TEST(ConnectionGateTest, RequestCompleteNeedsTheHeadAndTheAnnouncedBody) {
+  EXPECT_FALSE(RequestComplete("GET / HTTP/1.1\r\nHost: x\r\n", 1024));
+  EXPECT_TRUE(RequestComplete("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1024));
+  EXPECT_TRUE(RequestComplete("GET / HTTP/1.1\nHost: x\n\n", 1024));
+  const std::string post = "POST /api/login HTTP/1.1\r\ncontent-length: 5\r\n\r\n";
+  EXPECT_FALSE(RequestComplete(post + "tok", 1024));
+  EXPECT_TRUE(RequestComplete(post + "token", 1024));
+  EXPECT_TRUE(RequestComplete(post, 4)) << "bodies over the wait limit go to the server";
+  EXPECT_TRUE(RequestComplete(std::string(9000, 'a'), 1024)) << "over-long heads too";
 }
 
 // Reads a live stream on a thread until `done` says so or the stream ends.

@@ -120,6 +120,19 @@ TEST(HttpAuthTest, BearerHeaderOrCookie) {
   EXPECT_NE(LogoutCookie().find("Max-Age=0"), std::string::npos);
 }
 
+TEST(HttpAuthTest, OnlySameSitePathsFollowALogin) {
+  EXPECT_EQ(SafeRedirectPath("/sweeps/3?tab=runs"), "/sweeps/3?tab=runs");
+  EXPECT_EQ(SafeRedirectPath("/"), "/");
+  for (std::string_view bad : {"", "sweeps", "//evil", "/\\evil", "/\\\\evil", "/a\\b",
+                               "https://evil", "/a\tb", "/a\r\nSet-Cookie: x", "/a b",
+                               "/\x7f", "/caf\xc3\xa9"}) {
+    EXPECT_EQ(SafeRedirectPath(bad), "/") << bad;
+  }
+  EXPECT_TRUE(CarriesToken("Bearer x", ""));
+  EXPECT_TRUE(CarriesToken("", "a=1; ablate_token=00"));
+  EXPECT_FALSE(CarriesToken("Basic x", "a=1"));
+}
+
 class StoreFixture : public ::testing::Test {
  protected:
   void SetUp() override {

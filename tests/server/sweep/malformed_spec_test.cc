@@ -152,6 +152,26 @@ TEST(GuardRails, RejectsInvalidUtf8WithPosition) {
                  {"not valid UTF-8"});
 }
 
+// Issue 24 (11): tags reach terminals through `ablate sweeps`; control characters (ESC, BEL,
+// NUL, bidirectional overrides) are refused at their position, and the list is bounded.
+TEST(GuardRails, TagsArePrintableAndBounded) {
+  ExpectRejected(std::string(kValidHead) + "tags: [ok, \"red\\e[31m\"]\n", "esc.yaml", "4:12",
+                 {"tags[1]", "control character U+001B at character 4"});
+  ExpectRejected(std::string(kValidHead) + "tags: [\"ding\\a\"]\n", "bel.yaml", "4:8",
+                 {"tags[0]", "U+0007"});
+  ExpectRejected(std::string(kValidHead) + "tags: [\"a\\0b\"]\n", "nul.yaml", "4:8",
+                 {"tags[0]", "U+0000"});
+  ExpectRejected(std::string(kValidHead) + "tags: [\"abc\xE2\x80\xAEgpj.exe\"]\n", "rtl.yaml",
+                 "4:8", {"tags[0]", "U+202E"});
+  std::string many = "tags: [";
+  for (int i = 0; i < 33; ++i) many += (i ? ", t" : "t") + std::to_string(i);
+  ExpectRejected(std::string(kValidHead) + many + "]\n", "many.yaml", "4:7",
+                 {"tags", "at most 32 tags, got 33"});
+  absl::StatusOr<ExpandedSweep> ok =
+      ParseSweepSpec(std::string(kValidHead) + "tags: [caf\xC3\xA9, \"two words\"]\n", "ok.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+}
+
 TEST(GuardRails, RejectsDeepFlowNestingWithoutRecursing) {
   ExpectRejected(std::string(100000, '['), "brackets.yaml", "1:32", {"nesting deeper than 32"});
   ExpectRejected(std::string(kValidHead) + "tags: " + std::string(100000, '{'), "braces.yaml",
