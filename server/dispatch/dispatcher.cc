@@ -497,10 +497,10 @@ void Dispatcher::OnNcclId(const std::string& worker_id, const v1::NcclId& msg) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Only the attempt's node 0 sends its NCCL id.
-    auto w = workers_.find(worker_id);
-    if (w == workers_.end()) return;
-    auto own = w->second.attempts.find(msg.attempt_id());
-    if (own == w->second.attempts.end() || !own->second.node.authoritative()) {
+    auto sender = workers_.find(worker_id);
+    if (sender == workers_.end()) return;
+    auto own = sender->second.attempts.find(msg.attempt_id());
+    if (own == sender->second.attempts.end() || !own->second.node.authoritative()) {
       std::cerr << "ablate-coordinator: NcclId for attempt " << msg.attempt_id()
                 << " from worker " << worker_id
                 << " ignored: the worker is not that attempt's node 0" << std::endl;
