@@ -465,7 +465,8 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string&
     // A run's summary is never taken on the worker's word: only what its stored points support.
     if (result.summary) {
       if (absl::StatusOr<Attempt> a = store_->GetAttempt(msg.attempt_id()); a.ok()) {
-        absl::StatusOr<RunSummary> checked = store_->SupportedSummary(a->run_id, *result.summary);
+        absl::StatusOr<RunSummary> checked =
+            store_->SupportedSummary(a->run_id, TargetOf(a->run_id), *result.summary);
         if (!checked.ok()) {
           std::cerr << "ablate-coordinator: result of attempt " << msg.attempt_id()
                     << " not committed (the worker will resend): " << checked.status().message()

@@ -119,7 +119,7 @@ class Dispatcher {
                                                    int64_t attempt_id, int64_t fencing_token,
                                                    const std::string& why);
   // Hello checked before anything of it is stored (dispatcher_trust.cc): OK, or
-  // INVALID_ARGUMENT naming the field and its limit (ids 1..200 bytes of [A-Za-z0-9._:/@+=-],
+  // INVALID_ARGUMENT naming the field and its limit (ids 1..200 bytes of [A-Za-z0-9._:/@+=_-],
   // text without control or bidi characters, at most 256 datasets, 64 GPUs, 1024 CPU slots,
   // 1024 held attempts).
   static absl::Status CheckHello(const v1::Hello& hello);
@@ -289,6 +289,11 @@ class Dispatcher {
   void ForgetBatches(int64_t attempt_id);
   // Whether the attempt is still its run's current, unfinished attempt (in the store).
   bool StillOpen(int64_t attempt_id) const;
+
+  // The run's target val loss: its config's (what its trainer compared against), else its
+  // sweep's (dispatcher_input.cc).
+  static constexpr double kDefaultTargetValLoss = 3.28;
+  double TargetOf(int64_t run_id);
 
   // Worker input checked before it is stored (dispatcher_input.cc, server/core/worker_input.h).
   // The run's configured steps: from the worker's share when known, else from the store (and

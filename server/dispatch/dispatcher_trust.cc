@@ -22,7 +22,7 @@ constexpr int kMaxGpuIndex = 1023;
 // need, nothing a terminal or a log could misread.
 bool IdChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::string_view("._:/@+=-").find(c) != std::string_view::npos;
+         std::string_view("._:/@+=-_").find(c) != std::string_view::npos;
 }
 
 absl::Status CheckId(std::string_view what, std::string_view id, bool may_be_empty) {
@@ -35,7 +35,7 @@ absl::Status CheckId(std::string_view what, std::string_view id, bool may_be_emp
     if (!IdChar(id[i])) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, " has byte 0x", absl::Hex(static_cast<unsigned char>(id[i])), " at offset ", i,
-          "; ids are letters, digits and ._:/@+=-"));
+          "; ids are letters, digits and ._:/@+=-_"));
     }
   }
   return absl::OkStatus();

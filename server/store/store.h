@@ -194,10 +194,11 @@ class Store {
   // `claimed` (a worker's summary of the run) as far as the run's stored curve supports it, each
   // claim it does not support replaced by what the points say: steps at most the last stored
   // step; final_val_loss one of the stored val losses (else the last); reached_target only when a
-  // stored val point reached the sweep's target, with its step as target_step and a
+  // stored val point reached `target_val_loss` (the run's), with its step as target_step and a
   // time_to_target_ms between the training times around it; train_time_ms at most the stored
   // one, mean_step_ms within the stored step times. No stored point: an empty summary.
-  absl::StatusOr<RunSummary> SupportedSummary(int64_t run_id, const RunSummary& claimed) const;
+  absl::StatusOr<RunSummary> SupportedSummary(int64_t run_id, double target_val_loss,
+                                              const RunSummary& claimed) const;
   // The run's curve: the points of its current attempt (or its latest one, while the run is
   // requeued); when that attempt resumed from a checkpoint with s steps done, preceded by the
   // curve of the attempts before it up to step s (recursively; attempts that never reported a

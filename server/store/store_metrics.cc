@@ -178,7 +178,7 @@ bool Near(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, 
 // The first val point at or below the target, or null.
 const MetricPoint* FirstReaching(const std::vector<MetricPoint>& points, double target) {
   for (const MetricPoint& p : points) {
-    if (p.val_loss && *p.val_loss <= target) return &p;
+    if (p.val_loss && *p.val_loss <= target + 1e-9) return &p;
   }
   return nullptr;
 }
@@ -241,15 +241,13 @@ RunSummary Supported(const std::vector<MetricPoint>& points, double target,
 
 }  // namespace
 
-absl::StatusOr<RunSummary> Store::SupportedSummary(int64_t run_id,
+absl::StatusOr<RunSummary> Store::SupportedSummary(int64_t run_id, double target_val_loss,
                                                    const RunSummary& claimed) const {
   return Read<RunSummary>([&](Connection& c) -> absl::StatusOr<RunSummary> {
-    STORE_ASSIGN_OR_RETURN(Run run, LoadRun(c, run_id));
-    STORE_ASSIGN_OR_RETURN(Sweep sweep, store_internal::LoadSweep(c, run.sweep_id));
     STORE_ASSIGN_OR_RETURN(std::vector<Segment> segments, CurveSegments(c, run_id, false));
     STORE_ASSIGN_OR_RETURN(std::vector<MetricPoint> points,
                            LoadPoints(c, segments, INT64_MIN, 0));
-    return Supported(points, sweep.target_val_loss, claimed);
+    return Supported(points, target_val_loss, claimed);
   });
 }
 
