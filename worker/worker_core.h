@@ -181,12 +181,13 @@ class WorkerCore {
     int64_t resend_after_ms = 0;
   };
   static constexpr int64_t kMaxResendAfterMs = 30000;
-  bool ResendDue(int64_t attempt_id, Delivery& d, int64_t now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_);
 
   absl::Mutex send_mu_ ABSL_ACQUIRED_AFTER(mu_);
   uint64_t sent_generation_ ABSL_GUARDED_BY(send_mu_) = 0;
   std::map<int64_t, Delivery> delivery_ ABSL_GUARDED_BY(send_mu_);  // by attempt id
+  // Whether the attempt's unacknowledged entries are due to be sent again (worker_core.cc).
+  bool ResendDue(int64_t attempt_id, Delivery& d, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_);
 
   struct GiveBackEntry {
     int64_t attempt_id = 0;

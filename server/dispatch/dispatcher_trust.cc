@@ -1,6 +1,7 @@
 // Dispatcher: a worker is trusted with the attempts it holds on its own stream and nothing else
 // (DESIGN §4, Trust), its Hello is bounded before anything of it is stored, and metric batches
 // are acknowledged only as a committed prefix (DESIGN §4, the ack contract).
+#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
