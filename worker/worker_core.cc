@@ -397,11 +397,15 @@ void WorkerCore::SendPending() {
     Delivery& d = delivery_[id];
     if (d.resend_after_ms == 0) d.resend_after_ms = options_.resend_after.count();
     std::vector<OutboxEntry> pending = outbox_->PendingAfter(id, d.sent_upto);
+    // The silence is counted from the last Ack that advanced, or from the send of the oldest
+    // entry still unacknowledged: newer batches sent meanwhile do not put a resend off.
     if (pending.empty()) {
       if (!ResendDue(id, d, now)) continue;
       pending = outbox_->PendingAfter(id, 0);
+      d.progress_ms = now;
+    } else if (d.sent_upto <= d.acked) {
+      d.progress_ms = now;
     }
-    d.progress_ms = now;  // the silence is counted from the last send
     for (const OutboxEntry& e : pending) {
       if (!sink_->Send(e.message, generation)) return;
       d.sent_upto = e.seq;

@@ -177,7 +177,7 @@ class WorkerCore {
   struct Delivery {
     int64_t sent_upto = 0;  // highest seq sent on this connection; 0: none yet
     int64_t acked = 0;      // highest seq acknowledged
-    int64_t progress_ms = 0;  // when an Ack last advanced, or sending (re)started
+    int64_t progress_ms = 0;  // when an Ack last advanced, or the oldest unacked entry went
     int64_t resend_after_ms = 0;
   };
   static constexpr int64_t kMaxResendAfterMs = 30000;
