@@ -176,7 +176,7 @@ TEST_F(WorkerCoreTest, UnacknowledgedMessagesAreSentAgainOnTheSameStream) {
   const int64_t batches = sent[first_round].run_finished().last_batch_seq();
   ASSERT_GE(batches, 2);
   auto deadline = std::chrono::steady_clock::now() + seconds(10);
-  while (Summarize(sink_.Sent()).seqs.size() < first_round + size_t(batches + 1) &&
+  while (Summarize(sink_.Sent()).seqs.size() < size_t(2 * batches + 1) &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(20));
   }
