@@ -26,7 +26,7 @@ bool IdChar(char c) {
          std::string_view("._:/@+=-_").find(c) != std::string_view::npos;
 }
 
-absl::Status CheckId(std::string_view what, std::string_view id, bool may_be_empty) {
+absl::Status CheckId(const std::string& what, const std::string& id, bool may_be_empty) {
   if (id.empty() && !may_be_empty) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
   if (id.size() > kMaxIdBytes) {
     return absl::InvalidArgumentError(
@@ -44,7 +44,7 @@ absl::Status CheckId(std::string_view what, std::string_view id, bool may_be_emp
 
 // Free text (a host, a GPU model, a trainer version): valid UTF-8 without control characters
 // (C0, DEL, C1) or bidirectional controls (U+200E/F, U+202A..E, U+2066..9).
-absl::Status CheckText(std::string_view what, std::string_view text) {
+absl::Status CheckText(const std::string& what, const std::string& text) {
   if (text.size() > kMaxTextBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " is ", text.size(), " bytes, over the limit of ", kMaxTextBytes));
@@ -52,7 +52,7 @@ absl::Status CheckText(std::string_view what, std::string_view text) {
   if (!IsValidUtf8(text)) return absl::InvalidArgumentError(absl::StrCat(what, " is not UTF-8"));
   for (size_t i = 0; i < text.size();) {
     const size_t len = Utf8SequenceAt(text, i);
-    std::string_view ch = text.substr(i, len);
+    std::string_view ch = std::string_view(text).substr(i, len);
     const unsigned char c0 = static_cast<unsigned char>(ch[0]);
     bool bad = c0 < 0x20 || c0 == 0x7F;
     if (len == 2 && c0 == 0xC2 && static_cast<unsigned char>(ch[1]) < 0xA0) bad = true;  // C1
@@ -71,7 +71,7 @@ absl::Status CheckText(std::string_view what, std::string_view text) {
   return absl::OkStatus();
 }
 
-absl::Status CheckCount(std::string_view what, int64_t n, int64_t max) {
+absl::Status CheckCount(const std::string& what, int64_t n, int64_t max) {
   if (n >= 0 && n <= max) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(what, " is ", n, "; allowed 0..", max));
 }

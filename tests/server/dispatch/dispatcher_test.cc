@@ -585,8 +585,8 @@ TEST_F(DispatcherTest, OnlyTheCommittedPrefixIsAcknowledgedAndAResultWaitsForIts
   dispatcher_->ScheduleOnce();
   v1::Assignment a = Assignments(s->Take()).at(0);
   ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 1, 0, 9, 5.0)), 1);
-  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 3, 20, 29, 4.5)), 1)
-      << "batch 2 is not committed: 3 is stored but not acknowledged";
+  // Batch 2 is not committed: 3 is stored but not acknowledged.
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 3, 20, 29, 4.5)), 1);
   ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 4, 30, 39, 4.4)), 1);
   v1::RunFinished done = FinishedOf(a, "ok", "", 39);
   done.set_last_batch_seq(5);
@@ -594,7 +594,7 @@ TEST_F(DispatcherTest, OnlyTheCommittedPrefixIsAcknowledgedAndAResultWaitsForIts
       << "the result waits for batches 2 and 5";
   EXPECT_EQ(store_->GetRun(a.run_id())->state, RunState::kAssigned);
   ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 2, 10, 19, 4.6)), 4);
-  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 3, 20, 29, 4.5)), 4) << "a resend";
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 3, 20, 29, 4.5)), 4);  // a resend
   EXPECT_TRUE(dispatcher_->OnRunFinished("a", done).empty()) << "batch 5 is still missing";
   ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 5, 40, 49, 4.3)), 5);
   ExpectFinishedAck(dispatcher_->OnRunFinished("a", done), a.attempt_id());
