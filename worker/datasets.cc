@@ -2,6 +2,7 @@
 #include "worker/datasets.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "trainer/data/dataset_manifest.h"
@@ -49,10 +50,20 @@ std::vector<std::string> ListDatasets(const std::string& data_dir,
                                       const std::function<void(std::string_view)>& log) {
   std::vector<std::string> names;
   for (const DatasetCheck& c : CheckDatasets(data_dir)) {
-    if (c.problem.empty()) {
+    // The coordinator takes only names of letters, digits and ._:/@+=-_, at most 200 bytes
+    // (a Hello with another is refused), and at most 256 of them.
+    const bool plain = c.name.size() <= 200 && std::all_of(c.name.begin(), c.name.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) ||
+             std::string_view("._:/@+=-_").find(ch) != std::string_view::npos;
+    });
+    std::string problem = c.problem;
+    if (problem.empty() && !plain) problem = "its name has characters other than letters, "
+                                             "digits and ._:/@+=-_ (or is over 200 bytes)";
+    if (problem.empty() && names.size() >= 256) problem = "only 256 datasets are advertised";
+    if (problem.empty()) {
       names.push_back(c.name);
     } else if (log) {
-      log("dataset " + c.name + " in " + data_dir + " is not advertised: " + c.problem);
+      log("dataset " + c.name + " in " + data_dir + " is not advertised: " + problem);
     }
   }
   return names;

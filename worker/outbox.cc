@@ -234,6 +234,8 @@ absl::StatusOr<v1::WorkerMessage> Outbox::AppendFinished(const v1::RunFinished& 
   }
   v1::WorkerMessage m;
   *m.mutable_run_finished() = finished;
+  // The coordinator commits the result only after every batch up to this one.
+  m.mutable_run_finished()->set_last_batch_seq((*log)->last_batch_seq);
   if (absl::Status s = AppendRecord(**log, kMessage + m.SerializeAsString(), true); !s.ok()) {
     return s;
   }
@@ -247,7 +249,9 @@ absl::Status Outbox::Ack(int64_t attempt_id, int64_t seq) {
   auto it = logs_.find(attempt_id);
   if (it == logs_.end()) return absl::OkStatus();
   AttemptLog& log = it->second;
-  log.pending.erase(log.pending.begin(), log.pending.upper_bound(seq));
+  auto acked = log.pending.upper_bound(seq);
+  if (acked == log.pending.begin()) return absl::OkStatus();  // nothing new (a repeated Ack)
+  log.pending.erase(log.pending.begin(), acked);
   if (log.finished && log.pending.empty()) return Remove(attempt_id);
   // Not synced: losing an ack record only causes a resend, which the coordinator ignores.
   return AppendRecord(log, AckBody(seq), false);

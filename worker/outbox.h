@@ -48,7 +48,8 @@ class Outbox {
   // Sets batch.seq to the attempt's next seq, appends it durably (write + fdatasync) and returns
   // the message to send.
   absl::StatusOr<v1::WorkerMessage> AppendBatch(v1::MetricBatch batch);
-  // Appends the attempt's RunFinished durably; returns the message to send.
+  // Appends the attempt's RunFinished durably, with last_batch_seq set to the seq of the
+  // attempt's last batch; returns the message to send.
   absl::StatusOr<v1::WorkerMessage> AppendFinished(const v1::RunFinished& finished);
   // Drops entries with seq <= `seq`. Unknown attempts are ignored.
   absl::Status Ack(int64_t attempt_id, int64_t seq);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "server/core/utf8_text.h"
 #include "server/core/worker_input.h"
 #include "worker/disk_space.h"
 
@@ -115,9 +116,21 @@ constexpr size_t kMaxLineBytes = size_t{8} << 20;
 constexpr size_t kMaxTailLineBytes = 2000;
 constexpr size_t kStdoutTailLines = 100;
 
+// Valid UTF-8 cut on a character boundary: the coordinator cannot parse a RunFinished whose
+// text is not UTF-8 (proto3 strings), and a progress bar of '█' is 3 bytes a character.
 std::string ForTail(const std::string& line) {
-  if (line.size() <= kMaxTailLineBytes) return line;
-  return line.substr(0, kMaxTailLineBytes) + "... (" + std::to_string(line.size()) + " bytes)";
+  std::string valid = ValidUtf8(line);
+  if (valid.size() <= kMaxTailLineBytes) return valid;
+  return std::string(Utf8Head(valid, kMaxTailLineBytes)) + "... (" +
+         std::to_string(line.size()) + " bytes)";
+}
+
+// Keeps the result within the coordinator's limits (server/core/worker_input.h), valid UTF-8 and
+// cut on character boundaries: the end of the tail (where the failure is) and the start of the
+// error.
+void BoundText(RunResult& r) {
+  r.stderr_tail = std::string(Utf8Tail(ValidUtf8(r.stderr_tail), kMaxStderrTailBytes));
+  r.error = std::string(Utf8Head(ValidUtf8(r.error), kMaxErrorBytes));
 }
 
 // Calls `on_line` for every complete line of `fd` and for a final unterminated one.
@@ -390,12 +403,7 @@ RunResult RunSupervisor::BuildResult() {
   ExitVerdict verdict = ClassifyExit(facts);
   RunResult r{verdict.status, facts.exit_code, verdict.error, "", {}, started_};
   for (const std::string& line : stderr_tail_) r.stderr_tail += line + "\n";
-  // The coordinator refuses a result over its limits (server/core/worker_input.h): keep the end
-  // of the tail (where the failure is) and the start of the error.
-  if (r.stderr_tail.size() > kMaxStderrTailBytes) {
-    r.stderr_tail.erase(0, r.stderr_tail.size() - kMaxStderrTailBytes);
-  }
-  if (r.error.size() > kMaxErrorBytes) r.error.resize(kMaxErrorBytes);
+  BoundText(r);
   if (end_event_) {
     r.summary = SummaryFromEnd(*end_event_, untimed_steps_);
   } else if (last_step_) {  // no end event: what the steps told us
@@ -415,6 +423,7 @@ RunResult RunSupervisor::BuildScriptResult(RunResult r) {
     r.stderr_tail += "--- stderr ---\n";
   }
   for (const std::string& line : stderr_tail_) r.stderr_tail += line + "\n";
+  BoundText(r);
   return r;
 }
 

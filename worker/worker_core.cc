@@ -2,10 +2,13 @@
 // send_mu_; outbox appends (fsync) happen under batch_mu only, never under mu_.
 #include "worker/worker_core.h"
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <optional>
 
+#include "server/core/utf8_text.h"
+#include "server/core/worker_input.h"
 #include "worker/checkpoint_dir.h"
 #include "worker/datasets.h"
 #include "worker/disk_space.h"
@@ -259,7 +262,14 @@ void WorkerCore::AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points) {
 }
 
 absl::Status WorkerCore::AppendFinished(const v1::RunFinished& finished) {
-  absl::StatusOr<v1::WorkerMessage> m = outbox_->AppendFinished(finished);
+  // Every text of a result is valid UTF-8 within the coordinator's limits, whatever produced it
+  // (a trainer, a script, a file name in an error): a result the coordinator cannot parse would
+  // be sent again after every reconnect.
+  v1::RunFinished bounded = finished;
+  bounded.set_error(std::string(Utf8Head(ValidUtf8(finished.error()), kMaxErrorBytes)));
+  bounded.set_stderr_tail(
+      std::string(Utf8Tail(ValidUtf8(finished.stderr_tail()), kMaxStderrTailBytes)));
+  absl::StatusOr<v1::WorkerMessage> m = outbox_->AppendFinished(bounded);
   if (!m.ok() && !IsNoSpace(m.status())) Record(m.status());
   return m.status();
 }
@@ -297,10 +307,19 @@ void WorkerCore::OnExit(Attempt& a, const RunResult& r) {
 }
 
 void WorkerCore::HandleAck(const v1::Ack& ack) {
-  // The coordinator acknowledges a RunFinished with finished = true and seq 0: everything of the
-  // attempt is then delivered (it reads a stream in order), so the whole outbox entry goes.
-  Record(outbox_->Ack(ack.attempt_id(),
-                      ack.finished() ? std::numeric_limits<int64_t>::max() : ack.seq()));
+  // The coordinator acknowledges a RunFinished with finished = true and seq 0: it commits one
+  // only after every batch before it, so the whole outbox entry goes.
+  const int64_t seq = ack.finished() ? std::numeric_limits<int64_t>::max() : ack.seq();
+  {
+    absl::MutexLock lock(&send_mu_);
+    Delivery& d = delivery_[ack.attempt_id()];
+    if (seq > d.acked) {  // progress: the resend clock starts again, at its shortest
+      d.acked = seq;
+      d.progress_ms = options_.now_ms();
+      d.resend_after_ms = options_.resend_after.count();
+    }
+  }
+  Record(outbox_->Ack(ack.attempt_id(), seq));
 }
 
 void WorkerCore::HandleCancel(const v1::Cancel& cancel) {
@@ -365,13 +384,45 @@ void WorkerCore::SendPending() {
   absl::MutexLock lock(&send_mu_);
   uint64_t generation = sink_->Generation();
   if (generation == 0) return;
-  if (generation != sent_generation_) sent_upto_.clear(), sent_generation_ = generation;
-  for (int64_t id : outbox_->Attempts()) {
-    for (const OutboxEntry& e : outbox_->PendingAfter(id, sent_upto_[id])) {
+  const int64_t now = options_.now_ms();
+  if (generation != sent_generation_) {
+    for (auto& [id, d] : delivery_) d.sent_upto = 0;
+    sent_generation_ = generation;
+  }
+  const std::vector<int64_t> attempts = outbox_->Attempts();
+  std::erase_if(delivery_, [&](const auto& entry) {
+    return !std::binary_search(attempts.begin(), attempts.end(), entry.first);
+  });
+  for (int64_t id : attempts) {
+    Delivery& d = delivery_[id];
+    if (d.resend_after_ms == 0) d.resend_after_ms = options_.resend_after.count();
+    std::vector<OutboxEntry> pending = outbox_->PendingAfter(id, d.sent_upto);
+    // The silence is counted from the last Ack that advanced, or from the send of the oldest
+    // entry still unacknowledged: newer batches sent meanwhile do not put a resend off.
+    if (pending.empty()) {
+      if (!ResendDue(id, d, now)) continue;
+      pending = outbox_->PendingAfter(id, 0);
+      d.progress_ms = now;
+    } else if (d.sent_upto <= d.acked) {
+      d.progress_ms = now;
+    }
+    for (const OutboxEntry& e : pending) {
       if (!sink_->Send(e.message, generation)) return;
-      sent_upto_[id] = e.seq;
+      d.sent_upto = e.seq;
     }
   }
+}
+
+// Everything of the attempt was sent and part of it is still unacknowledged after a silence of
+// resend_after_ms (a batch that did not commit on the coordinator, a reply that was lost): it
+// is sent again on the same stream, and the silence allowed doubles until an Ack advances.
+bool WorkerCore::ResendDue(int64_t attempt_id, Delivery& d, int64_t now) {
+  if (d.sent_upto == 0 || now - d.progress_ms < d.resend_after_ms) return false;
+  if (outbox_->PendingAfter(attempt_id, 0).empty()) return false;
+  LogLine("attempt " + std::to_string(attempt_id) + ": no acknowledgement for " +
+          std::to_string(now - d.progress_ms) + " ms; sending its unacknowledged messages again");
+  d.resend_after_ms = std::min<int64_t>(d.resend_after_ms * 2, kMaxResendAfterMs);
+  return true;
 }
 
 void WorkerCore::Pump() {

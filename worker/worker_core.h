@@ -51,6 +51,9 @@ struct WorkerCoreOptions {
   std::chrono::milliseconds tick{100};     // how often due batches are flushed and sent
   std::chrono::milliseconds shutdown_grace{10000};
   std::function<int64_t()> now_ms;  // monotonic ms; steady_clock when unset
+  // Unacknowledged outbox entries are sent again on the same stream after this long without an
+  // Ack that advances (DESIGN §4, the ack contract), the wait doubling up to 30 s each time.
+  std::chrono::milliseconds resend_after{2000};
   // Script runs (issue 14; worker_core_scripts.cc). Without allow_scripts every script
   // assignment fails at once, saying so.
   bool allow_scripts = false;
@@ -170,9 +173,21 @@ class WorkerCore {
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, v1::NcclId> early_ids_ ABSL_GUARDED_BY(mu_);  // attempt -> id
 
+  // How far each attempt's outbox entries went on the current connection.
+  struct Delivery {
+    int64_t sent_upto = 0;  // highest seq sent on this connection; 0: none yet
+    int64_t acked = 0;      // highest seq acknowledged
+    int64_t progress_ms = 0;  // when an Ack last advanced, or the oldest unacked entry went
+    int64_t resend_after_ms = 0;
+  };
+  static constexpr int64_t kMaxResendAfterMs = 30000;
+
   absl::Mutex send_mu_ ABSL_ACQUIRED_AFTER(mu_);
   uint64_t sent_generation_ ABSL_GUARDED_BY(send_mu_) = 0;
-  std::map<int64_t, int64_t> sent_upto_ ABSL_GUARDED_BY(send_mu_);  // attempt -> seq
+  std::map<int64_t, Delivery> delivery_ ABSL_GUARDED_BY(send_mu_);  // by attempt id
+  // Whether the attempt's unacknowledged entries are due to be sent again (worker_core.cc).
+  bool ResendDue(int64_t attempt_id, Delivery& d, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_);
 
   struct GiveBackEntry {
     int64_t attempt_id = 0;

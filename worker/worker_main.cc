@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "server/core/token_file.h"
+#include "server/core/utf8_text.h"
 #include "worker/command.h"
 #include "worker/datasets.h"
 #include "worker/gpu_probe.h"
@@ -115,10 +116,17 @@ std::string HostName() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "localhost";
 }
 
+// The first line of `TRAINER --version`, valid UTF-8 and at most 200 bytes: the coordinator
+// refuses a Hello whose text has control characters (a multi-line version text would be).
 std::string TrainerVersion(const std::string& trainer) {
   absl::StatusOr<CommandResult> r = RunCommand({trainer, "--version"}, std::chrono::seconds(10));
-  if (!r.ok() || r->exit_code != 0 || Trim(r->out).empty()) return "unknown";
-  return Trim(r->out);
+  if (!r.ok() || r->exit_code != 0) return "unknown";
+  std::string line = Trim(r->out.substr(0, r->out.find('\n')));
+  line = std::string(ablate::Utf8Head(ablate::ValidUtf8(line), 200));
+  for (char& c : line) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return line.empty() ? "unknown" : line;
 }
 
 // `--python` as an absolute path: a bare name is looked up on $PATH, a path must be an executable

@@ -1,6 +1,7 @@
 // CheckMetricBatch and CheckRunResult: the first problem found, in words a worker's log can show.
 #include "server/core/worker_input.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -64,7 +65,36 @@ absl::Status CheckMetricBatch(const std::vector<MetricPoint>& points,
                                                      "): ", bad));
     }
   }
+  return CheckOrder(points);
+}
+
+absl::Status CheckOrder(const std::vector<MetricPoint>& points) {
+  std::vector<const MetricPoint*> by_step;
+  by_step.reserve(points.size());
+  for (const MetricPoint& p : points) by_step.push_back(&p);
+  std::stable_sort(by_step.begin(), by_step.end(),
+                   [](const MetricPoint* a, const MetricPoint* b) { return a->step < b->step; });
+  const MetricPoint* timed = nullptr;  // the last point (by step) with a training time
+  for (size_t i = 0; i < by_step.size(); ++i) {
+    const MetricPoint& p = *by_step[i];
+    if (i > 0 && by_step[i - 1]->step == p.step) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("step ", p.step, " appears twice in the batch"));
+    }
+    if (!p.train_time_ms) continue;
+    if (timed && *p.train_time_ms < *timed->train_time_ms) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "train_time_ms goes backwards: step ", p.step, " has ", *p.train_time_ms,
+          " after step ", timed->step, " had ", *timed->train_time_ms));
+    }
+    timed = &p;
+  }
   return absl::OkStatus();
+}
+
+absl::Status CheckSeq(int64_t seq) {
+  if (seq >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("seq ", seq, " is below 1 (seqs start at 1)"));
 }
 
 absl::Status CheckResumedFrom(int64_t resumed_from_step, const std::vector<MetricPoint>& points,

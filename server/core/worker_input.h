@@ -27,9 +27,16 @@ inline constexpr double kMaxMetricMagnitude = 1e12;
 
 // OK, or INVALID_ARGUMENT naming the first thing wrong: more than kMaxPointsPerBatch points, a
 // negative step, a step beyond `max_step` (the run's configured steps; nullopt = unknown, not
-// checked), a non-finite or out-of-range value, negative times or tokens.
+// checked), a non-finite or out-of-range value, negative times or tokens, then CheckOrder.
 absl::Status CheckMetricBatch(const std::vector<MetricPoint>& points,
                               std::optional<int64_t> max_step);
+
+// Also part of CheckMetricBatch: INVALID_ARGUMENT for a step that appears twice, or a
+// train_time_ms (cumulative) below that of a point with a lower step.
+absl::Status CheckOrder(const std::vector<MetricPoint>& points);
+
+// MetricBatch.seq: INVALID_ARGUMENT below 1.
+absl::Status CheckSeq(int64_t seq);
 
 // MetricBatch.resumed_from_step (the checkpoint's steps done): OK, or INVALID_ARGUMENT when it is
 // below 1, beyond `max_step` (when known), or after a point of the batch (a resumed trainer

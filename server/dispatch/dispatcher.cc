@@ -154,7 +154,10 @@ void Dispatcher::Loop() {
 absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
                                                  std::shared_ptr<WorkerSession> session) {
   const std::string& id = hello.worker_id();
-  if (id.empty()) return absl::InvalidArgumentError("Hello.worker_id is empty");
+  if (absl::Status s = CheckHello(hello); !s.ok()) {
+    std::cerr << "ablate-coordinator: a Hello refused: " << s.message() << std::endl;
+    return s;
+  }
   Worker record;
   record.id = id;
   record.host = hello.host();
@@ -342,6 +345,13 @@ GangNode Dispatcher::NodeOf(const std::string& worker_id, int64_t attempt_id) co
 
 void Dispatcher::OnRunStarted(const std::string& worker_id, const v1::RunStarted& msg) {
   OnHeartbeat(worker_id);
+  if (!HoldsAttempt(worker_id, msg.attempt_id(), msg.fencing_token())) {
+    for (const v1::CoordinatorMessage& m :
+         RefuseForeign(worker_id, msg.attempt_id(), "RunStarted", {})) {
+      if (m.has_cancel()) SendTo(worker_id, m);
+    }
+    return;
+  }
   absl::Status s = store_->MarkAttemptRunning(msg.attempt_id(), msg.fencing_token());
   if (RefusedForGood(s)) {
     SendTo(worker_id, CancelOf(msg.attempt_id(), options_.cancel_grace_ms, std::string(s.message())));
@@ -352,6 +362,19 @@ void Dispatcher::OnRunStarted(const std::string& worker_id, const v1::RunStarted
 std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& worker_id,
                                                           const v1::MetricBatch& msg) {
   OnHeartbeat(worker_id);
+  const std::string what = "metric batch " + std::to_string(msg.seq());
+  if (!HoldsAttempt(worker_id, msg.attempt_id(), msg.fencing_token())) {
+    return RefuseForeign(worker_id, msg.attempt_id(), what,
+                         AckOf(msg.attempt_id(), msg.seq(), false));
+  }
+  if (msg.points_size() > kMaxPointsPerBatch) {  // before the points are copied
+    return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), what,
+                       absl::InvalidArgumentError(
+                           "batch of " + std::to_string(msg.points_size()) +
+                           " points is over the limit of " + std::to_string(kMaxPointsPerBatch) +
+                           " per batch"),
+                       AckOf(msg.attempt_id(), msg.seq(), false));
+  }
   std::vector<MetricPoint> points;
   points.reserve(msg.points_size());
   for (const v1::MetricPoint& p : msg.points()) points.push_back(FromProto(p));
@@ -372,13 +395,13 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
   }
   if (run_id) {
     const std::optional<int64_t> steps = ConfiguredSteps(worker_id, msg.attempt_id(), *run_id);
-    absl::Status bad = CheckMetricBatch(points, steps);
+    absl::Status bad = CheckSeq(msg.seq());
+    if (bad.ok()) bad = CheckMetricBatch(points, steps);
     if (bad.ok() && msg.has_resumed_from_step()) {
       bad = CheckResumedFrom(msg.resumed_from_step(), points, steps);
     }
     if (!bad.ok()) {
-      return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(),
-                         "metric batch " + std::to_string(msg.seq()), bad,
+      return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), what, bad,
                          AckOf(msg.attempt_id(), msg.seq(), false));
     }
     std::optional<int64_t> resumed;
@@ -389,7 +412,16 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
   }
   if (s.ok()) {
     feed_->Notify();
-    return {AckOf(msg.attempt_id(), msg.seq(), false)};
+    // The ack contract: only the committed prefix, so a batch that failed before is never
+    // acknowledged by a later one.
+    std::optional<int64_t> prefix = CommitBatch(msg.attempt_id(), msg.seq());
+    if (!prefix) return {};
+    if (*prefix < msg.seq()) {
+      std::cerr << "ablate-coordinator: metric batch " << msg.seq() << " of attempt "
+                << msg.attempt_id() << " committed; acknowledging up to " << *prefix
+                << " (a batch before it is not committed yet)" << std::endl;
+    }
+    return {AckOf(msg.attempt_id(), *prefix, false)};
   }
   if (RefusedForGood(s)) {
     return {AckOf(msg.attempt_id(), msg.seq(), false),
@@ -403,8 +435,23 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
 std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string& worker_id,
                                                               const v1::RunFinished& msg) {
   OnHeartbeat(worker_id);
+  if (!HoldsAttempt(worker_id, msg.attempt_id(), msg.fencing_token(), /*gang_result=*/true)) {
+    return RefuseForeign(worker_id, msg.attempt_id(), "result",
+                         AckOf(msg.attempt_id(), 0, true));
+  }
   const GangNode node = NodeOf(worker_id, msg.attempt_id());
   const bool ok = msg.status() == "ok";
+  if (node.authoritative() && msg.last_batch_seq() > 0) {
+    // The ack contract: a result is committed only after every batch before it.
+    std::optional<int64_t> prefix = CommittedPrefix(msg.attempt_id());
+    if (!prefix || (*prefix < msg.last_batch_seq() && StillOpen(msg.attempt_id()))) {
+      std::cerr << "ablate-coordinator: result of attempt " << msg.attempt_id()
+                << " waits: batches up to " << msg.last_batch_seq() << " were sent, "
+                << (prefix ? std::to_string(*prefix) : std::string("an unknown number"))
+                << " are committed (the worker sends the rest again)" << std::endl;
+      return {};
+    }
+  }
   if (ok && !node.authoritative()) {
     // The attempt goes on until node 0 reports; this node's GPUs are free now.
     RetireShare(worker_id, msg.attempt_id(), msg.fencing_token());
@@ -415,6 +462,20 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string&
       return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), "result", bad,
                          AckOf(msg.attempt_id(), 0, true));
     }
+    // A run's summary is never taken on the worker's word: only what its stored points support.
+    if (result.summary) {
+      if (absl::StatusOr<Attempt> a = store_->GetAttempt(msg.attempt_id()); a.ok()) {
+        absl::StatusOr<RunSummary> checked =
+            store_->SupportedSummary(a->run_id, TargetOf(a->run_id), *result.summary);
+        if (!checked.ok()) {
+          std::cerr << "ablate-coordinator: result of attempt " << msg.attempt_id()
+                    << " not committed (the worker will resend): " << checked.status().message()
+                    << std::endl;
+          return {};
+        }
+        result.summary = *std::move(checked);
+      }
+    }
     absl::Status s = store_->FinishAttempt(msg.attempt_id(), msg.fencing_token(), result).status();
     if (!s.ok() && !RefusedForGood(s)) {
       std::cerr << "ablate-coordinator: result of attempt " << msg.attempt_id()
@@ -422,6 +483,7 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnRunFinished(const std::string&
       return {};
     }
     RetireShare(worker_id, msg.attempt_id(), msg.fencing_token());
+    if (node.authoritative()) ForgetBatches(msg.attempt_id());
     // Refused too (the attempt had already ended): whoever still holds it has no reason to run.
     if (!ok) CancelOtherNodes(msg.attempt_id(), worker_id, result.error);
   }
@@ -435,6 +497,16 @@ void Dispatcher::OnNcclId(const std::string& worker_id, const v1::NcclId& msg) {
   std::vector<std::string> peers;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Only the attempt's node 0 sends its NCCL id.
+    auto sender = workers_.find(worker_id);
+    if (sender == workers_.end()) return;
+    auto own = sender->second.attempts.find(msg.attempt_id());
+    if (own == sender->second.attempts.end() || !own->second.node.authoritative()) {
+      std::cerr << "ablate-coordinator: NcclId for attempt " << msg.attempt_id()
+                << " from worker " << worker_id
+                << " ignored: the worker is not that attempt's node 0" << std::endl;
+      return;
+    }
     for (const auto& [id, w] : workers_) {
       if (id != worker_id && w.attempts.count(msg.attempt_id())) peers.push_back(id);
     }
@@ -502,6 +574,7 @@ void Dispatcher::ExpireLeases() {
     std::cerr << "ablate-coordinator: worker " << l.worker_id << " lost attempt " << l.attempt_id
               << " (no heartbeat or result within the lease); run requeued" << std::endl;
     (void)store_->LoseAttempt(l.attempt_id);
+    ForgetBatches(l.attempt_id);
     // A gang cannot go on without one of its nodes: stop the others' trainers.
     CancelOtherNodes(
         l.attempt_id, l.worker_id,

@@ -100,13 +100,31 @@ class Dispatcher {
   // The worker's valid datasets changed mid-connection: stored, and scheduling uses the new list.
   void OnDatasets(const std::string& worker_id, std::vector<std::string> datasets);
   void OnRunStarted(const std::string& worker_id, const v1::RunStarted& msg);
-  // Commits a metric batch; the reply is an Ack, plus a Cancel when the attempt is stale.
+  // Commits a metric batch. The reply is Ack(p) for the attempt's committed prefix p (every batch
+  // with seq <= p is committed; a batch that failed to commit holds p back until the worker
+  // sends it again), plus a Cancel when the attempt is stale or not the worker's. Nothing when
+  // the store failed (the worker resends).
   std::vector<v1::CoordinatorMessage> OnMetrics(const std::string& worker_id,
                                                 const v1::MetricBatch& msg);
   // Ends the attempt, or for a gang only this node's share (the rules above). The reply is an
-  // Ack with finished = true once handled, nothing when the store failed (the worker resends).
+  // Ack with finished = true once handled; nothing when the store failed or when a batch up to
+  // msg.last_batch_seq is not committed yet (the worker resends them, then this).
   std::vector<v1::CoordinatorMessage> OnRunFinished(const std::string& worker_id,
                                                     const v1::RunFinished& msg);
+  // A message on the worker's stream that could not be parsed (a string field that is not valid
+  // UTF-8). When it names an attempt the worker holds (`attempt_id`, `fencing_token` read from
+  // its raw fields), the attempt fails with `why`; the reply is an Ack with finished = true and a
+  // Cancel carrying the reason, so that the worker drops it instead of resending it forever.
+  std::vector<v1::CoordinatorMessage> OnUnparsable(const std::string& worker_id,
+                                                   int64_t attempt_id, int64_t fencing_token,
+                                                   const std::string& why);
+  // Hello checked before anything of it is stored (dispatcher_trust.cc): OK, or
+  // INVALID_ARGUMENT naming the field and its limit (ids 1..200 bytes of [A-Za-z0-9._:/@+=_-],
+  // text without control or bidi characters, at most 256 datasets, 64 GPUs, 1024 CPU slots,
+  // 1024 held attempts).
+  static absl::Status CheckHello(const v1::Hello& hello);
+  // A dataset list (Hello, Heartbeat): at most 256 names, each an id as above.
+  static absl::Status CheckDatasets(const google::protobuf::RepeatedPtrField<std::string>& names);
 
   // Asks for a scheduling pass soon (a sweep was submitted, capacity changed). Cheap.
   void Kick();
@@ -249,6 +267,34 @@ class Dispatcher {
   std::vector<std::string> SilentWorkers(int64_t now);
   void SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg);
 
+  // Trust (dispatcher_trust.cc). Whether `worker_id` holds the attempt with this fencing token:
+  // a share of it, or, for an attempt no live share names (a coordinator restart, a result sent
+  // again), the store's record naming this worker with this token. Node 0 of a gang is the one
+  // the store names; other nodes hold shares (from their Assignment or their Hello).
+  // `gang_result`: a RunFinished, which a gang's node whose share is gone (a coordinator restart
+  // after its trainer ended) may still send with the gang's token.
+  bool HoldsAttempt(const std::string& worker_id, int64_t attempt_id, int64_t fencing_token,
+                    bool gang_result = false);
+  // The reply to a message for an attempt the worker does not hold: `ack` and a Cancel saying
+  // so; nothing is stored or changed.
+  std::vector<v1::CoordinatorMessage> RefuseForeign(const std::string& worker_id,
+                                                    int64_t attempt_id, const std::string& what,
+                                                    v1::CoordinatorMessage ack);
+  // The ack contract: the batch `seq` of the attempt is committed; returns the committed prefix.
+  // The committed seqs of an attempt are loaded from the store when first needed (after a
+  // coordinator restart the worker resends only what was not acknowledged). nullopt when the
+  // store cannot say (nothing is acknowledged then).
+  std::optional<int64_t> CommitBatch(int64_t attempt_id, int64_t seq);
+  std::optional<int64_t> CommittedPrefix(int64_t attempt_id);
+  void ForgetBatches(int64_t attempt_id);
+  // Whether the attempt is still its run's current, unfinished attempt (in the store).
+  bool StillOpen(int64_t attempt_id) const;
+
+  // The run's target val loss: its config's (what its trainer compared against), else its
+  // sweep's (dispatcher_input.cc).
+  static constexpr double kDefaultTargetValLoss = 3.28;
+  double TargetOf(int64_t run_id);
+
   // Worker input checked before it is stored (dispatcher_input.cc, server/core/worker_input.h).
   // The run's configured steps: from the worker's share when known, else from the store (and
   // then remembered in the share).
@@ -277,6 +323,14 @@ class Dispatcher {
   std::condition_variable kick_cv_;
   bool kicked_ ABSL_GUARDED_BY(mu_) = false;
   std::thread loop_;
+
+  // Committed batches per attempt beyond the acknowledged prefix (the ack contract).
+  struct Committed {
+    int64_t prefix = 0;        // every seq in 1..prefix is committed
+    std::set<int64_t> beyond;  // committed seqs > prefix + 1
+  };
+  std::mutex ack_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<int64_t, Committed> committed_ ABSL_GUARDED_BY(ack_mu_);
 };
 
 }  // namespace ablate

@@ -22,6 +22,20 @@ std::optional<int64_t> NumIterations(const std::string& config_json) {
 
 }  // namespace
 
+double Dispatcher::TargetOf(int64_t run_id) {
+  absl::StatusOr<Run> run = store_->GetRun(run_id);
+  if (!run.ok()) return kDefaultTargetValLoss;
+  absl::StatusOr<std::string> config = RunConfig(*run);
+  if (config.ok()) {
+    nlohmann::json j = nlohmann::json::parse(*config, nullptr, false);
+    if (j.is_object() && j.contains("target_val_loss") && j["target_val_loss"].is_number()) {
+      return j["target_val_loss"].get<double>();
+    }
+  }
+  absl::StatusOr<Sweep> sweep = store_->GetSweep(run->sweep_id);
+  return sweep.ok() ? sweep->target_val_loss : kDefaultTargetValLoss;
+}
+
 std::optional<int64_t> Dispatcher::ConfiguredSteps(const std::string& worker_id,
                                                    int64_t attempt_id, int64_t run_id) {
   if (std::optional<LiveAttempt> share = ShareOf(worker_id, attempt_id);

@@ -11,16 +11,19 @@
 
 namespace ablate {
 
+// Connect reads the stream's messages as raw bytes and parses them itself, so that a message it
+// cannot parse (a string field that is not valid UTF-8) is answered with a refusal that ends the
+// attempt it names, instead of ending the stream (the worker would reconnect and send it again,
+// forever).
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
+  using RawStream = grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
   // `dispatcher`, `auth` and `store` must outlive the service. Without a store GetSnapshot
   // answers UNIMPLEMENTED.
-  WorkerServiceImpl(Dispatcher* dispatcher, const TokenAuth* auth, const Store* store = nullptr)
-      : dispatcher_(dispatcher), auth_(auth), store_(store) {}
+  WorkerServiceImpl(Dispatcher* dispatcher, const TokenAuth* auth, const Store* store = nullptr);
 
-  grpc::Status Connect(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override;
+  // The worker stream over raw bytes (installed in place of the generated Connect handler).
+  grpc::Status ConnectRaw(grpc::ServerContext* ctx, RawStream* stream);
   // A stored code snapshot by hash (issue 14), for workers with the worker token.
   grpc::Status GetSnapshot(grpc::ServerContext* ctx, const v1::GetSnapshotRequest* req,
                            v1::CodeSnapshot* resp) override;

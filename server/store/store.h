@@ -188,6 +188,17 @@ class Store {
   absl::StatusOr<bool> AppendMetrics(int64_t run_id, int64_t attempt_id, int64_t fencing_token,
                                      int64_t seq, const std::vector<MetricPoint>& points,
                                      std::optional<int64_t> resumed_from_step = std::nullopt);
+  // The seqs of the attempt's committed batches, ascending (the coordinator's ack contract:
+  // Ack(seq) only for a committed prefix, DESIGN §4).
+  absl::StatusOr<std::vector<int64_t>> CommittedBatchSeqs(int64_t attempt_id) const;
+  // `claimed` (a worker's summary of the run) as far as the run's stored curve supports it, each
+  // claim it does not support replaced by what the points say: steps at most the last stored
+  // step; final_val_loss one of the stored val losses (else the last); reached_target only when a
+  // stored val point reached `target_val_loss` (the run's), with its step as target_step and a
+  // time_to_target_ms between the training times around it; train_time_ms at most the stored
+  // one, mean_step_ms within the stored step times. No stored point: an empty summary.
+  absl::StatusOr<RunSummary> SupportedSummary(int64_t run_id, double target_val_loss,
+                                              const RunSummary& claimed) const;
   // The run's curve: the points of its current attempt (or its latest one, while the run is
   // requeued); when that attempt resumed from a checkpoint with s steps done, preceded by the
   // curve of the attempts before it up to step s (recursively; attempts that never reported a

@@ -1,5 +1,7 @@
 // Store: attempts and the run lifecycle they drive (assigned -> running -> succeeded / failed /
 // requeued), guarded by fencing tokens so that a stale worker can change nothing.
+#include <mutex>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +22,19 @@ using store_internal::RefreshSweepState;
 using store_internal::StateEvent;
 
 namespace {
+
+// A fencing token nobody can guess (DESIGN §4, Trust): 63 random bits from the system's CSPRNG,
+// never an attempt number, never 0.
+int64_t NewFencingToken(int number) {
+  static std::mutex mu;
+  static std::random_device device;  // /dev/urandom
+  std::lock_guard<std::mutex> lock(mu);
+  while (true) {
+    uint64_t bits = (uint64_t{device()} << 32) | device();
+    const int64_t token = static_cast<int64_t>(bits >> 1);
+    if (token > 1024 && token != number) return token;
+  }
+}
 
 bool IsFinished(AttemptState s) {
   return s != AttemptState::kAssigned && s != AttemptState::kRunning;
@@ -99,14 +114,13 @@ absl::StatusOr<Attempt> CreateAttemptTx(Connection& c, int64_t run_id, const std
         absl::StrCat("run ", run_id, " is ", ToAbsl(RunStateName(run.state)), ", not queued"));
   }
   STORE_ASSIGN_OR_RETURN(
-      Statement last, c.Prepare("SELECT COALESCE(MAX(number), 0), COALESCE(MAX(fencing_token), 0) "
-                                "FROM attempts WHERE run_id = ?"));
+      Statement last, c.Prepare("SELECT COALESCE(MAX(number), 0) FROM attempts WHERE run_id = ?"));
   last.BindAll(run_id);
   STORE_RETURN_IF_ERROR(last.Step().status());
   Attempt a;
   a.run_id = run_id;
   a.number = static_cast<int>(last.Int(0)) + 1;
-  a.fencing_token = last.Int(1) + 1;
+  a.fencing_token = NewFencingToken(a.number);
   a.worker_id = worker_id;
   a.started_ms = now;
   STORE_ASSIGN_OR_RETURN(

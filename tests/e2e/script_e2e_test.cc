@@ -328,6 +328,36 @@ TEST_F(ScriptE2eTest, AWorkerWithoutAllowScriptsNeverGetsAScriptRun) {
   EXPECT_EQ(run["worker_id"], "scripts");
 }
 
+// Issue 24: a script whose stderr has one 2401-byte line of '█' (any progress bar). The worker
+// cut it at 2000 bytes, inside a 3-byte character; the coordinator could not parse the result,
+// the worker reconnected and sent it again forever, and the other run never got the slot. Now
+// the worker cuts on character boundaries and both runs end, each with its tail stored.
+TEST_F(ScriptE2eTest, AProgressBarOfBlockCharactersInStderrDoesNotWedgeTheWorker) {
+  WriteFile(Spec("bar.py"),
+            "import sys\n"
+            "sys.stderr.write('\\u2588' * 800 + 'x\\n')\n"
+            "sys.stderr.flush()\n"
+            "for s in range(1, 5):\n"
+            "    print(f'step:{s}/4 train_loss:{5 - s * 0.1:.4f} train_time:{s * 10}ms "
+            "step_avg:10.00ms', flush=True)\n"
+            "print('step:4/4 val_loss:4.2000 train_time:40ms step_avg:10.00ms', flush=True)\n");
+  StartWorker("scripts", /*allow_scripts=*/true, /*cpu_slots=*/1);
+  Submit("name: bar\nbaseline: {script: bar.py, launch: python}\ndataset: debian-text\n"
+         "seeds: 2\ngpus_per_run: 0\nmax_attempts: 1\n");
+  for (int id : {1, 2}) {
+    json run = WaitRun(id, "RUN_SUCCEEDED", 120s);
+    ASSERT_EQ(run["state"], "RUN_SUCCEEDED") << run.dump();
+    ASSERT_EQ(run["attempts"].size(), 1u) << "no attempt lost and requeued: " << run.dump();
+  }
+  std::string block_line;
+  for (int i = 0; i < 666; ++i) block_line += "\xe2\x96\x88";  // 1998 bytes: whole characters
+  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE instr(stderr_tail, '" + block_line +
+                  "... (2401 bytes)') > 0"),
+            2);
+  EXPECT_EQ(workers_["scripts"]->Stderr().find("reconnecting"), std::string::npos)
+      << "the stream never broke";
+}
+
 TEST_F(ScriptE2eTest, TorchrunWithTwoProcessesStoresRankZerosCurve) {
   StartWorker("gpu", /*allow_scripts=*/true, /*cpu_slots=*/0, /*gpus=*/true);
   Submit("name: torchrun\nbaseline: {script: train_tiny.py, launch: torchrun, args: [--steps, "

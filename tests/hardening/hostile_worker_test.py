@@ -5,6 +5,10 @@ generated stubs). With a valid attempt and fencing token it sends what a buggy s
 hostile client could: a batch of 50,002 points, step -5, step 2^62, a loss of 1e300, NaN, a
 1 MiB stderr tail, and a result for an attempt it does not hold. Each must be refused: Ack plus
 a Cancel whose reason says what was wrong, a line in the coordinator's log, nothing stored.
+Issue 24: a second worker writing to this worker's attempt with its id and fencing token, a
+result whose stderr tail is not UTF-8 (the coordinator cannot parse it), a summary the stored
+points do not support, seq 0, a step twice in a batch, training time going backwards and
+unbounded Hellos; each changes nothing of another worker's runs.
 
 Environment: ABLATE_COORDINATOR_BIN, ABLATE_PROTO_DIR (the repository's proto/)."""
 import math
@@ -74,7 +78,7 @@ class WorkerStream:
         self.skipped = []
         connect = channel.stream_stream(
             "/ablate.v1.WorkerService/Connect",
-            request_serializer=lambda m: m.SerializeToString(),
+            request_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString(),
             response_deserializer=v1.CoordinatorMessage.FromString)
         self.call = connect(iter(self.outgoing.get, None))
         threading.Thread(target=self._read, daemon=True).start()
@@ -88,6 +92,10 @@ class WorkerStream:
 
     def send(self, **kwargs):
         self.outgoing.put(self.v1.WorkerMessage(**kwargs))
+
+    def send_raw(self, data):
+        """Bytes as they are: what a proto library would refuse to build (invalid UTF-8)."""
+        self.outgoing.put(data)
 
     def next(self, timeout=20):
         m = self.incoming.get(timeout=timeout)
@@ -189,9 +197,8 @@ class HostileWorkerTest(unittest.TestCase):
             return db.execute("SELECT COUNT(*) FROM metrics WHERE attempt_id = ?",
                               (attempt_id,)).fetchone()[0]
 
-    def refuse_batch(self, points, reason_part, good_first=False):
+    def refuse_batch(self, points, reason_part, good_first=False, seq=1):
         a = self.start_attempt()
-        seq = 1
         if good_first:
             self.stream.send(metrics=self.batch(a, 1, [self.v1.MetricPoint(step=1, train_loss=10.5)]))
             ack = self.stream.next_of("ack")
@@ -206,6 +213,7 @@ class HostileWorkerTest(unittest.TestCase):
 
     def test_hostile_inputs(self):
         P = self.v1.MetricPoint
+        points_before = self.total_points()
         # The issue's batch: 50,002 points, step -5, step 2^62, 1e300, NaN. A good batch first, so
         # the stream and the token are known to work and what was committed stays.
         big = [P(step=i % 100, train_loss=3.0) for i in range(50002)]
@@ -254,9 +262,138 @@ class HostileWorkerTest(unittest.TestCase):
         self.assertNotEqual(run_state, "succeeded")
 
         # In all, only the one good point was stored.
+        self.assertEqual(self.total_points(), points_before + 1)
+
+    def total_points(self):
         with self.db() as db:
-            total, = db.execute("SELECT COUNT(*) FROM metrics").fetchone()
-        self.assertEqual(total, 1)
+            return db.execute("SELECT COUNT(*) FROM metrics").fetchone()[0]
+
+    def run_row(self, run_id):
+        with self.db() as db:
+            db.row_factory = sqlite3.Row
+            return dict(db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
+
+    def attempt_row(self, attempt_id):
+        with self.db() as db:
+            db.row_factory = sqlite3.Row
+            return dict(db.execute("SELECT * FROM attempts WHERE id = ?",
+                                   (attempt_id,)).fetchone())
+
+    def test_issue24_a_worker_cannot_write_to_an_attempt_it_does_not_hold(self):
+        P = self.v1.MetricPoint
+        a = self.start_attempt()
+        # Unguessable tokens: not the attempt number, not small.
+        self.assertNotEqual(a.fencing_token, a.attempt_id)
+        self.assertGreater(a.fencing_token, 1 << 20)
+        thief = WorkerStream(self.channel, self.v1)
+        try:
+            thief.send(hello=self.v1.Hello(worker_id="thief", host="elsewhere", cpu_slots=0))
+            thief.next_of("welcome")
+            deadline = time.time() + 10  # the holder's RunStarted is in
+            while self.attempt_row(a.attempt_id)["state"] != "running" and time.time() < deadline:
+                time.sleep(0.05)
+            run_before, attempt_before = self.run_row(a.run_id), self.attempt_row(a.attempt_id)
+            points_before = self.total_points()
+            thief.send(metrics=self.batch(a, 1, [P(step=1, train_loss=0.001)]))
+            thief.next_of("ack")
+            cancel = thief.next_of("cancel")
+            self.assertIn("worker thief refused: the worker does not hold that attempt",
+                          cancel.reason)
+            thief.send(run_started=self.v1.RunStarted(attempt_id=a.attempt_id,
+                                                      fencing_token=a.fencing_token))
+            thief.send(run_finished=self.v1.RunFinished(
+                attempt_id=a.attempt_id, fencing_token=a.fencing_token, status="failed",
+                error="stolen", summary=self.v1.RunSummary(steps=5, final_val_loss=0.001)))
+            self.assertTrue(thief.next_of("ack").finished)
+            self.assertIn("does not hold", thief.next_of("cancel").reason)
+            # Nothing of the victim's run changed.
+            self.assertEqual(self.run_row(a.run_id), run_before)
+            self.assertEqual(self.attempt_row(a.attempt_id), attempt_before)
+            self.assertEqual(self.total_points(), points_before)
+        finally:
+            thief.close()
+        # The holder's own batch with the same seq is stored, not dropped as a duplicate, and
+        # its result ends the run as it says.
+        self.stream.send(metrics=self.batch(a, 1, [P(step=1, train_loss=4.5)]))
+        ack = self.stream.next_of("ack")
+        self.assertEqual((ack.attempt_id, ack.seq), (a.attempt_id, 1))
+        self.assertEqual(self.stored_points(a.attempt_id), 1)
+        self.stream.send(run_finished=self.v1.RunFinished(
+            attempt_id=a.attempt_id, fencing_token=a.fencing_token, status="ok",
+            last_batch_seq=1))
+        self.assertTrue(self.stream.next_of("ack").finished)
+        self.assertEqual(self.run_row(a.run_id)["state"], "succeeded")
+
+    def test_issue24_a_result_that_is_not_utf8_ends_the_attempt_with_the_reason(self):
+        a = self.start_attempt()
+        tail = "A" * 2001
+        raw = self.v1.WorkerMessage(run_finished=self.v1.RunFinished(
+            attempt_id=a.attempt_id, fencing_token=a.fencing_token, status="ok",
+            stderr_tail=tail)).SerializeToString()
+        # A 2000-byte cut inside a 3-byte character, as the worker made before the fix.
+        raw = raw.replace(tail.encode(), b"A" * 1999 + b"\xe2\x96")
+        self.stream.send_raw(raw)
+        reason = "RunFinished.stderr_tail (2001 bytes) is not valid UTF-8"
+        ack = self.expect_refused(a, "ack", reason)
+        self.assertTrue(ack.finished)
+        # The stream is still up: the next assignment arrives on it.
+        b = self.start_attempt()
+        self.finish_cancelled(b)
+
+    def test_issue24_a_summary_is_not_taken_on_the_workers_word(self):
+        a = self.start_attempt()
+        self.stream.send(run_finished=self.v1.RunFinished(
+            attempt_id=a.attempt_id, fencing_token=a.fencing_token, status="ok",
+            summary=self.v1.RunSummary(steps=2 ** 62, final_val_loss=0.001, time_to_target_ms=1,
+                                       target_step=1, reached_target=True, train_time_ms=1)))
+        self.assertTrue(self.stream.next_of("ack").finished)
+        run = self.run_row(a.run_id)
+        self.assertEqual(run["state"], "succeeded")
+        self.assertEqual(run["steps"], 0)
+        self.assertIsNone(run["final_val_loss"])
+        self.assertIsNone(run["time_to_target_ms"])
+        self.assertIsNone(run["train_time_ms"])
+        self.assertFalse(run["reached_target"])
+
+    def test_issue24_bad_seqs_duplicate_steps_and_backward_times_are_refused(self):
+        P = self.v1.MetricPoint
+        points_before = self.total_points()
+        self.refuse_batch([P(step=1, train_loss=4.0)], "seq 0 is below 1", seq=0)
+        self.refuse_batch([P(step=1, train_loss=4.0)], "seq -7 is below 1", seq=-7)
+        self.refuse_batch([P(step=3, train_loss=4.0), P(step=3, val_loss=4.0)],
+                          "step 3 appears twice in the batch")
+        self.refuse_batch([P(step=1, train_time_ms=50.0), P(step=2, train_time_ms=10.0)],
+                          "train_time_ms goes backwards: step 2 has 10 after step 1 had 50")
+        self.assertEqual(self.total_points(), points_before)
+
+    def test_issue24_unbounded_hellos_are_refused_before_anything_is_stored(self):
+        import grpc
+        H = self.v1.Hello
+        cases = [
+            (H(worker_id="w" * (5 << 20), cpu_slots=1), "Hello.worker_id is 5242880 bytes"),
+            (H(worker_id="w\x1b[2J", cpu_slots=1), "Hello.worker_id has byte 0x1b"),
+            (H(worker_id="w\nroot", cpu_slots=1), "Hello.worker_id has byte 0xa"),
+            (H(worker_id="w-rtl", host="evil\u202ecom", cpu_slots=1),
+             "Hello.host has a control or bidirectional character"),
+            (H(worker_id="w-slots", cpu_slots=-5), "Hello.cpu_slots is -5"),
+            (H(worker_id="w-data", datasets=["d%d" % i for i in range(60000)]),
+             "60000 datasets, over the limit of 256"),
+            (H(worker_id="w-gpus", gpus=[self.v1.Gpu(index=i) for i in range(100000)]),
+             "the number of GPUs is 100000"),
+        ]
+        for hello, says in cases:
+            s = WorkerStream(self.channel, self.v1)
+            try:
+                s.send(hello=hello)
+                with self.assertRaises(grpc.RpcError) as refused:
+                    s.next()
+                self.assertEqual(refused.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn(says, refused.exception.details())
+            finally:
+                s.close()
+        with self.db() as db:
+            ids = [r[0] for r in db.execute("SELECT id FROM workers")]
+        self.assertTrue(set(ids) <= {"hostile", "thief"}, ids)
 
 
 if __name__ == "__main__":

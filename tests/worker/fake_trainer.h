@@ -2,7 +2,8 @@
 // JSON-lines events and exit codes, steered by a "fake" object in the config it is given.
 //   fake.steps (5), fake.val_every (2), fake.exit (0; 1 = failure, 3 = NaN), fake.hang (false:
 //   after the steps, wait for SIGTERM), fake.ignore_term (false), fake.stderr_lines (0),
-//   fake.step_sleep (0 s), fake.stderr_line_bytes (0: each stderr line padded to this length). It writes pid and env.json (argv, CUDA_VISIBLE_DEVICES) in its cwd.
+//   fake.step_sleep (0 s), fake.stderr_line_bytes (0: each stderr line padded to this length),
+//   fake.stderr_blocks (0: else one stderr line of that many '█' and an 'x'). It writes pid and env.json (argv, CUDA_VISIBLE_DEVICES) in its cwd.
 // With --resume DIR it goes on from the newest ckpt-<steps>.safetensors name in DIR (the file is
 // not read), saying so in its start event's resumed_from, as ablate-train does.
 #ifndef ABLATE_TESTS_WORKER_FAKE_TRAINER_H_
@@ -49,6 +50,8 @@ for i in range(f.get("stderr_lines", 0)):
     if f.get("stderr_line_bytes"):
         line = (line + " ").ljust(f["stderr_line_bytes"], ".")
     print(line, file=sys.stderr)
+if f.get("stderr_blocks"):
+    sys.stderr.buffer.write(("\u2588" * f["stderr_blocks"] + "x\n").encode("utf-8"))
 sys.stderr.flush()
 steps, val_every, train_ms = f.get("steps", 5), f.get("val_every", 2), 0.0
 for s in range(resumed["step"] if resumed else 0, steps):

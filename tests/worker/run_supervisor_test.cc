@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "server/core/utf8_text.h"
 #include "server/core/worker_input.h"
 #include "tests/util/subprocess.h"
 #include "tests/worker/fake_trainer.h"
@@ -180,6 +181,20 @@ TEST_F(RunSupervisorTest, StderrTailStaysWithinTheCoordinatorsLimit) {
   EXPECT_GT(tail.size(), kMaxStderrTailBytes - 1001);
   EXPECT_NE(tail.find("stderr line 299 ..."), std::string::npos);
   EXPECT_EQ(tail.find("stderr line 200 "), std::string::npos);
+}
+
+// Issue 24: a 2401-byte line of '█' (3 bytes each) is cut at 2000 bytes on a character boundary;
+// the tail is valid UTF-8, which the coordinator needs to parse the result at all.
+TEST_F(RunSupervisorTest, ALongLineOfMultiByteCharactersIsCutOnACharacterBoundary) {
+  RunSupervisor sup(Spec({{"steps", 1}, {"stderr_blocks", 800}}), c_.Callbacks());
+  ASSERT_TRUE(sup.Start().ok());
+  ASSERT_TRUE(sup.Wait(seconds(20)));
+  std::lock_guard l(c_.mu);
+  const std::string& tail = c_.result->stderr_tail;
+  EXPECT_TRUE(IsValidUtf8(tail));
+  std::string blocks;
+  for (int i = 0; i < 666; ++i) blocks += "\xe2\x96\x88";
+  EXPECT_NE(tail.find(blocks + "... (2401 bytes)\n"), std::string::npos) << tail;
 }
 
 TEST_F(RunSupervisorTest, SigtermCancels) {

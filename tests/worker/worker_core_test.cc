@@ -86,8 +86,10 @@ Summary Summarize(const std::vector<v1::WorkerMessage>& sent) {
 
 class WorkerCoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<WorkerCore> MakeCore(const std::string& checkpoint_dir = "") {
+  std::unique_ptr<WorkerCore> MakeCore(const std::string& checkpoint_dir = "",
+                                       milliseconds resend_after = seconds(2)) {
     WorkerCoreOptions o;
+    o.resend_after = resend_after;
     o.checkpoint_dir = checkpoint_dir;
     o.work_dir = dir_.path() + "/work";
     o.data_dir = dir_.path() + "/data";
@@ -156,6 +158,42 @@ TEST_F(WorkerCoreTest, ResendsUnacknowledgedAfterReconnectWithTheSameSeqs) {
   sink_.Connect(3);
   core->SendPending();
   EXPECT_TRUE(sink_.Sent().empty());
+}
+
+// Issue 24, the ack contract: the coordinator acknowledges only a committed prefix. What stays
+// unacknowledged (a batch that failed to commit there) is sent again on the same stream, without
+// a reconnect, from the first unacknowledged seq, the RunFinished after it; once everything is
+// acknowledged nothing more is sent.
+TEST_F(WorkerCoreTest, UnacknowledgedMessagesAreSentAgainOnTheSameStream) {
+  auto core = MakeCore("", milliseconds(300));
+  core->HandleAssignment(Assign(8, {{"steps", 7}, {"val_every", 0}}));
+  ASSERT_TRUE(sink_.WaitFinished(seconds(20)));
+  core->HandleAck([&] { v1::Ack a; a.set_attempt_id(8); a.set_seq(1); return a; }());
+  // The first RunFinished ends the first round; it names the attempt's last batch.
+  std::vector<v1::WorkerMessage> sent = sink_.Sent();
+  size_t first_round = 0;
+  while (!sent[first_round].has_run_finished()) ++first_round;
+  const int64_t batches = sent[first_round].run_finished().last_batch_seq();
+  ASSERT_GE(batches, 2);
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (Summarize(sink_.Sent()).seqs.size() < size_t(2 * batches + 1) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  sent = sink_.Sent();
+  std::vector<v1::WorkerMessage> again(sent.begin() + first_round + 1, sent.end());
+  std::vector<int64_t> expected = Range(2, batches);
+  expected.push_back(-1);
+  std::vector<int64_t> resent = Summarize(again).seqs;
+  ASSERT_GE(resent.size(), expected.size());
+  resent.resize(expected.size());
+  EXPECT_EQ(resent, expected) << "from the first unacknowledged seq, on the same connection";
+  // Everything acknowledged: silence.
+  core->HandleAck([&] { v1::Ack a; a.set_attempt_id(8); a.set_finished(true); return a; }());
+  std::this_thread::sleep_for(milliseconds(100));
+  const size_t settled = sink_.Sent().size();
+  std::this_thread::sleep_for(milliseconds(1500));
+  EXPECT_EQ(sink_.Sent().size(), settled);
 }
 
 TEST_F(WorkerCoreTest, WhileDisconnectedEverythingWaitsInTheOutbox) {

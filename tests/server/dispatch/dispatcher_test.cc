@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 
 #include "server/sweep/sweep_spec.h"
@@ -164,8 +165,11 @@ class DispatcherTest : public ::testing::Test {
     EXPECT_NE(next[0].run_id(), as.run_id());
     EXPECT_EQ(next[0].gpus_size(), 8);
 
+    // The summary is checked against the stored points: node 0 stores the curve it claims.
+    ExpectAcked(dispatcher_->OnMetrics(g[0].worker_id, CurveBatch(as, 1, 0, 300, 3.27)), 1);
     v1::RunFinished done = FinishedOf(as, "ok", "", 300);
     done.mutable_summary()->set_final_val_loss(3.27);
+    done.set_last_batch_seq(1);
     ExpectFinishedAck(dispatcher_->OnRunFinished(g[0].worker_id, done), as.attempt_id());
     run = *store_->GetRun(as.run_id());
     EXPECT_EQ(run.state, RunState::kSucceeded);
@@ -193,6 +197,32 @@ class DispatcherTest : public ::testing::Test {
         as.attempt_id());
     EXPECT_EQ(OnlyAttempt(as.run_id()).state, AttemptState::kLost);
     EXPECT_TRUE(dispatcher_->RunsByWorker()[other.worker_id].empty());
+  }
+
+  // Batch `seq` of the attempt with train points at steps from..to and a val point (`val`) at `to`.
+  static v1::MetricBatch CurveBatch(const v1::Assignment& a, int64_t seq, int64_t from, int64_t to,
+                                    double val) {
+    v1::MetricBatch b;
+    b.set_attempt_id(a.attempt_id());
+    b.set_fencing_token(a.fencing_token());
+    b.set_seq(seq);
+    for (int64_t step = from; step <= to; ++step) {
+      v1::MetricPoint* p = b.add_points();
+      p->set_step(step);
+      p->set_train_loss(4.0);
+      p->set_train_time_ms(10.0 * static_cast<double>(step));
+      p->set_step_ms(10.0);
+    }
+    b.mutable_points(b.points_size() - 1)->set_val_loss(val);
+    return b;
+  }
+
+  // The reply is exactly one Ack of `seq`, not finished.
+  static void ExpectAcked(const std::vector<v1::CoordinatorMessage>& reply, int64_t seq) {
+    ASSERT_EQ(reply.size(), 1u);
+    ASSERT_TRUE(reply[0].has_ack());
+    EXPECT_EQ(reply[0].ack().seq(), seq);
+    EXPECT_FALSE(reply[0].ack().finished());
   }
 
   Attempt OnlyAttempt(int64_t run_id) {
@@ -259,7 +289,7 @@ TEST_F(DispatcherTest, SilentWorkerLosesItsAttemptsAndStaleWritesAreRefused) {
   dispatcher_->ScheduleOnce();
   std::vector<v1::Assignment> second = Assignments(b->Take());
   ASSERT_EQ(second.size(), 1u);
-  EXPECT_GT(second[0].fencing_token(), first[0].fencing_token());
+  EXPECT_NE(second[0].fencing_token(), first[0].fencing_token());
 
   v1::MetricBatch stale;
   stale.set_attempt_id(first[0].attempt_id());
@@ -544,6 +574,223 @@ TEST_F(DispatcherTest, GangMetricsAreStoredFromNodeZeroOnly) {
   MetricCurve curve = *store_->GetMetrics(g[0].assignment.run_id(), 0);
   ASSERT_EQ(curve.total_points, 1);
   EXPECT_EQ(curve.points[0].step, 1);
+}
+
+// Issue 24, the ack contract: Ack(seq) means every batch up to seq is committed. A batch that is
+// missing (it failed to commit, or was lost) holds the acknowledgement back however many later
+// batches commit, and a result waits until every batch it follows is committed.
+TEST_F(DispatcherTest, OnlyTheCommittedPrefixIsAcknowledgedAndAResultWaitsForItsBatches) {
+  auto s = Connect(HelloOf("a", 0, 1));
+  Submit(0, 1);
+  dispatcher_->ScheduleOnce();
+  v1::Assignment a = Assignments(s->Take()).at(0);
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 1, 0, 9, 5.0)), 1);
+  // Batch 2 is not committed: 3 is stored but not acknowledged.
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 3, 20, 29, 4.5)), 1);
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 4, 30, 39, 4.4)), 1);
+  v1::RunFinished done = FinishedOf(a, "ok", "", 39);
+  done.set_last_batch_seq(5);
+  EXPECT_TRUE(dispatcher_->OnRunFinished("a", done).empty())
+      << "the result waits for batches 2 and 5";
+  EXPECT_EQ(store_->GetRun(a.run_id())->state, RunState::kAssigned);
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 2, 10, 19, 4.6)), 4);
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 3, 20, 29, 4.5)), 4);  // a resend
+  EXPECT_TRUE(dispatcher_->OnRunFinished("a", done).empty()) << "batch 5 is still missing";
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 5, 40, 49, 4.3)), 5);
+  ExpectFinishedAck(dispatcher_->OnRunFinished("a", done), a.attempt_id());
+  ablate::Run run = *store_->GetRun(a.run_id());
+  EXPECT_EQ(run.state, RunState::kSucceeded);
+  EXPECT_EQ(store_->GetMetrics(a.run_id(), 0)->total_points, 50);
+}
+
+// After a coordinator restart the committed prefix comes from the store: the worker resends only
+// what was not acknowledged, and the Ack still covers the batches committed before the restart.
+TEST_F(DispatcherTest, TheCommittedPrefixIsReadFromTheStoreWhenNotKnown) {
+  auto s = Connect(HelloOf("a", 0, 1));
+  Submit(0, 1);
+  dispatcher_->ScheduleOnce();
+  v1::Assignment a = Assignments(s->Take()).at(0);
+  std::vector<MetricPoint> points(1);
+  for (int64_t seq : {1, 2, 4}) {
+    points[0].step = seq;
+    ASSERT_TRUE(
+        store_->AppendMetrics(a.run_id(), a.attempt_id(), a.fencing_token(), seq, points).ok());
+  }
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(a, 3, 3, 3, 4.0)), 4);
+}
+
+// Issue 24: a worker is trusted with the attempts it holds and nothing else. A second worker that
+// knows another worker's attempt id and fencing token changes nothing of that run.
+TEST_F(DispatcherTest, AWorkerThatDoesNotHoldAnAttemptChangesNothingOfIt) {
+  auto victim = Connect(HelloOf("victim", 0, 1));
+  Submit(0, 1);
+  dispatcher_->ScheduleOnce();
+  v1::Assignment a = Assignments(victim->Take()).at(0);
+  auto evil = Connect(HelloOf("evil", 0, 0));
+  v1::RunStarted started;
+  started.set_attempt_id(a.attempt_id());
+  started.set_fencing_token(a.fencing_token());
+  dispatcher_->OnRunStarted("evil", started);
+  std::vector<v1::CoordinatorMessage> r =
+      dispatcher_->OnMetrics("evil", CurveBatch(a, 1, 0, 9, 1.0));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].ack().seq(), 1);
+  EXPECT_NE(r[1].cancel().reason().find("does not hold"), std::string::npos)
+      << r[1].cancel().reason();
+  r = dispatcher_->OnRunFinished("evil", FinishedOf(a, "failed", "evil", 0));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r[0].ack().finished());
+  v1::NcclId id;
+  id.set_attempt_id(a.attempt_id());
+  dispatcher_->OnNcclId("evil", id);
+  EXPECT_TRUE(victim->Take().empty()) << "nothing relayed to the victim";
+  EXPECT_EQ(store_->GetMetrics(a.run_id(), 0)->total_points, 0);
+  ablate::Run run = *store_->GetRun(a.run_id());
+  EXPECT_EQ(run.state, RunState::kAssigned);
+  EXPECT_EQ(run.attempts_used, 0);
+  EXPECT_EQ(OnlyAttempt(a.run_id()).state, AttemptState::kAssigned);
+  // The holder's own batch with the same seq is stored, not dropped as a duplicate.
+  ExpectAcked(dispatcher_->OnMetrics("victim", CurveBatch(a, 1, 0, 9, 5.0)), 1);
+  EXPECT_EQ(store_->GetMetrics(a.run_id(), 0)->total_points, 10);
+}
+
+// Issue 24: a summary is never taken on the worker's word. With no point stored, a claimed
+// 2^62 steps, final val loss 0.001 and time to target 1 ms leave an empty summary.
+TEST_F(DispatcherTest, ASummaryTheStoredPointsDoNotSupportIsNotStored) {
+  auto s = Connect(HelloOf("a", 0, 2));
+  Submit(0, 2);
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> got = Assignments(s->Take());
+  ASSERT_EQ(got.size(), 2u);
+  v1::RunFinished lie = FinishedOf(got[0], "ok", "", int64_t{1} << 62);
+  lie.mutable_summary()->set_final_val_loss(0.001);
+  lie.mutable_summary()->set_time_to_target_ms(1);
+  lie.mutable_summary()->set_target_step(1);
+  lie.mutable_summary()->set_reached_target(true);
+  lie.mutable_summary()->set_train_time_ms(1);
+  ExpectFinishedAck(dispatcher_->OnRunFinished("a", lie), got[0].attempt_id());
+  ablate::Run run = *store_->GetRun(got[0].run_id());
+  EXPECT_EQ(run.state, RunState::kSucceeded);
+  EXPECT_EQ(run.summary.steps, 0);
+  EXPECT_FALSE(run.summary.final_val_loss.has_value());
+  EXPECT_FALSE(run.summary.reached_target);
+  EXPECT_FALSE(run.summary.time_to_target_ms.has_value());
+  EXPECT_FALSE(run.summary.train_time_ms.has_value());
+
+  // With points: what they support is kept, the rest replaced by what they say.
+  ExpectAcked(dispatcher_->OnMetrics("a", CurveBatch(got[1], 1, 0, 100, 3.5)), 1);
+  lie = FinishedOf(got[1], "ok", "", 250);
+  lie.set_last_batch_seq(1);
+  lie.mutable_summary()->set_final_val_loss(0.001);
+  lie.mutable_summary()->set_time_to_target_ms(1);
+  lie.mutable_summary()->set_target_step(1);
+  lie.mutable_summary()->set_reached_target(true);
+  lie.mutable_summary()->set_train_time_ms(5000);
+  lie.mutable_summary()->set_mean_step_ms(10);
+  ExpectFinishedAck(dispatcher_->OnRunFinished("a", lie), got[1].attempt_id());
+  run = *store_->GetRun(got[1].run_id());
+  EXPECT_EQ(run.summary.steps, 100);
+  EXPECT_EQ(run.summary.final_val_loss, 3.5);
+  EXPECT_FALSE(run.summary.reached_target) << "3.5 is above the target";
+  EXPECT_EQ(run.summary.train_time_ms, 1000.0);
+  EXPECT_EQ(run.summary.mean_step_ms, 10.0);
+}
+
+// Issue 24: Hello is bounded and refused, naming the field, before anything of it is stored.
+TEST_F(DispatcherTest, AnUnboundedHelloIsRefusedNamingTheFieldAndNothingIsStored) {
+  struct Case {
+    std::function<void(v1::Hello&)> spoil;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {[](v1::Hello& h) { h.set_worker_id(std::string(5 << 20, 'w')); },
+       "Hello.worker_id is 5242880 bytes"},
+      {[](v1::Hello& h) { h.set_worker_id("w\x1b[31m"); }, "Hello.worker_id has byte 0x1b"},
+      {[](v1::Hello& h) { h.set_worker_id("w\nx"); }, "Hello.worker_id has byte 0xa"},
+      {[](v1::Hello& h) { h.set_host("evil\xe2\x80\xae" "com"); },
+       "Hello.host has a control or bidirectional character"},
+      {[](v1::Hello& h) { h.set_host("a\xff"); }, "Hello.host is not UTF-8"},
+      {[](v1::Hello& h) { h.set_cpu_slots(-5); }, "Hello.cpu_slots is -5"},
+      {[](v1::Hello& h) {
+         for (int i = 0; i < 60000; ++i) h.add_datasets("d" + std::to_string(i));
+       },
+       "60001 datasets, over the limit of 256"},
+      {[](v1::Hello& h) {
+         for (int i = 0; i < 100000; ++i) h.add_gpus()->set_index(i);
+       },
+       "the number of GPUs is 100000"},
+      {[](v1::Hello& h) {
+         h.add_gpus()->set_index(1);
+         h.add_gpus()->set_index(1);
+       },
+       "GPU index 1 appears twice"},
+  };
+  for (const Case& c : cases) {
+    v1::Hello hello = HelloOf("w", 0, 1);
+    c.spoil(hello);
+    absl::StatusOr<v1::Welcome> w =
+        dispatcher_->Register(hello, std::make_shared<FakeSession>());
+    ASSERT_FALSE(w.ok()) << c.says;
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(w.status().message().find(c.says), std::string::npos) << w.status();
+  }
+  EXPECT_TRUE(store_->ListWorkers()->empty());
+  EXPECT_TRUE(dispatcher_->Register(HelloOf("slurm/c/12.0/0", 1, 1),
+                                    std::make_shared<FakeSession>())
+                  .ok());
+}
+
+// Issue 24: seq below 1, a step twice in a batch and training time going backwards are refused.
+TEST_F(DispatcherTest, BadSeqsDuplicateStepsAndBackwardTimesAreRefused) {
+  auto s = Connect(HelloOf("a", 0, 3));
+  Submit(0, 3);
+  dispatcher_->ScheduleOnce();
+  std::vector<v1::Assignment> got = Assignments(s->Take());
+  ASSERT_EQ(got.size(), 3u);
+  v1::MetricBatch zero = CurveBatch(got[0], 0, 0, 3, 5.0);
+  v1::MetricBatch twice = CurveBatch(got[1], 1, 0, 3, 5.0);
+  twice.mutable_points(2)->set_step(1);
+  v1::MetricBatch backwards = CurveBatch(got[2], 1, 0, 3, 5.0);
+  backwards.mutable_points(3)->set_train_time_ms(1);
+  const std::vector<std::pair<v1::MetricBatch, std::string>> cases = {
+      {zero, "seq 0 is below 1"},
+      {twice, "step 1 appears twice in the batch"},
+      {backwards, "train_time_ms goes backwards: step 3 has 1 after step 2 had 20"}};
+  for (const auto& [batch, says] : cases) {
+    std::vector<v1::CoordinatorMessage> r = dispatcher_->OnMetrics("a", batch);
+    std::vector<v1::Cancel> cancels = Cancels(r);
+    ASSERT_EQ(cancels.size(), 1u) << says;
+    EXPECT_NE(cancels[0].reason().find(says), std::string::npos) << cancels[0].reason();
+    EXPECT_EQ(OnlyAttempt(batch.attempt_id() == got[0].attempt_id()   ? got[0].run_id()
+                          : batch.attempt_id() == got[1].attempt_id() ? got[1].run_id()
+                                                                      : got[2].run_id())
+                  .state,
+              AttemptState::kFailed);
+  }
+  EXPECT_EQ(store_->GetMetrics(got[0].run_id(), 0)->total_points, 0);
+}
+
+// Issue 24: a message that did not parse ends the attempt it names with the reason, answered
+// like a refused result so that the worker drops it instead of resending it forever.
+TEST_F(DispatcherTest, AnUnparsableMessageEndsItsAttemptWithTheReason) {
+  auto s = Connect(HelloOf("a", 0, 1));
+  Submit(0, 1);
+  dispatcher_->ScheduleOnce();
+  v1::Assignment a = Assignments(s->Take()).at(0);
+  std::vector<v1::CoordinatorMessage> r = dispatcher_->OnUnparsable(
+      "a", a.attempt_id(), a.fencing_token(), "RunFinished.stderr_tail is not valid UTF-8");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r[0].ack().finished());
+  EXPECT_NE(r[1].cancel().reason().find("stderr_tail is not valid UTF-8"), std::string::npos);
+  Attempt attempt = OnlyAttempt(a.run_id());
+  EXPECT_EQ(attempt.state, AttemptState::kFailed);
+  EXPECT_NE(attempt.error.find("stderr_tail is not valid UTF-8"), std::string::npos);
+  // Another worker's attempt named in an unparsable message changes nothing.
+  auto other = Connect(HelloOf("b", 0, 0));
+  dispatcher_->ScheduleOnce();  // the run was requeued (1 of 3 attempts used)
+  v1::Assignment b = Assignments(s->Take()).at(0);
+  dispatcher_->OnUnparsable("b", b.attempt_id(), b.fencing_token(), "x");
+  EXPECT_EQ(store_->GetAttempt(b.attempt_id())->state, AttemptState::kAssigned);
 }
 
 }  // namespace

@@ -36,7 +36,9 @@ TEST_F(StoreAttemptsTest, AttemptLifecycleDrivesRunAndSweep) {
   const int64_t run_id = runs_[0].id;
   Attempt a = store_->CreateAttempt(run_id, "gpu-node-1").value();
   EXPECT_EQ(a.number, 1);
-  EXPECT_EQ(a.fencing_token, 1);
+  // Unguessable (issue 24): random, never the attempt number.
+  EXPECT_GT(a.fencing_token, 1024);
+  EXPECT_NE(a.fencing_token, a.number);
   EXPECT_EQ(a.state, AttemptState::kAssigned);
   ablate::Run run = store_->GetRun(run_id).value();
   EXPECT_EQ(run.state, RunState::kAssigned);
@@ -93,7 +95,7 @@ TEST_F(StoreAttemptsTest, StaleFencingTokenChangesNothing) {
   ASSERT_TRUE(store_->LoseAttempt(first.id).ok());
   Attempt second = store_->CreateAttempt(run_id, "w2").value();
   EXPECT_EQ(second.number, 2);
-  EXPECT_GT(second.fencing_token, first.fencing_token);
+  EXPECT_NE(second.fencing_token, first.fencing_token);
   ASSERT_TRUE(store_->MarkAttemptRunning(second.id, second.fencing_token).ok());
   const ablate::Run before = store_->GetRun(run_id).value();
   const size_t events_before = store_->ListEvents(sweep_id_, 0, 0, 0).value().size();
