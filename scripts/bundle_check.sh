@@ -5,7 +5,8 @@
 #   /bundle_check.sh ABLATE_DIR
 set -euo pipefail
 A=${1:?usage: bundle_check.sh ABLATE_DIR}/bin
-echo "inside: $(ldd --version | head -1); no libstdc++: $([ ! -e /usr/lib/x86_64-linux-gnu/libstdc++.so.6 ] && echo yes || echo NO)"
+echo "inside: $(ldd --version | head -1); the system's libstdc++:" \
+  "$(ls /usr/lib/x86_64-linux-gnu/libstdc++.so.6.* 2>/dev/null || echo none)"
 for p in ablate ablate-coordinator ablate-worker ablate-train ablate-data; do
   "$A/$p" --help >/dev/null || { echo "FAIL: $p --help"; exit 1; }
 done
@@ -52,7 +53,7 @@ SPEC
 timeout 300 "$A/ablate" watch 1 >/srv/watch.log 2>&1 || { echo "FAIL: the sweep did not succeed";
   tail -20 /srv/watch.log; tail -20 /srv/worker.log; exit 1; }
 "$A/ablate" runs --sweep 1
-succeeded=$("$A/ablate" runs --sweep 1 --json | grep -o '"succeeded"' | wc -l)
+succeeded=$("$A/ablate" --json runs --sweep 1 | { grep -o '"RUN_SUCCEEDED"' || true; } | wc -l)
 [ "$succeeded" -eq 4 ] || { echo "FAIL: $succeeded of 4 runs succeeded"; exit 1; }
 "$A/ablate" compare 1 | head -4
 "$A/ablate-worker" --check --gpus none --work-dir /srv/work --data-dir /srv/data
