@@ -98,25 +98,3 @@ endif()
 find_package(GTest QUIET)
 find_package(Threads REQUIRED)
 
-# Precompiled headers (issue 25): the standard and third-party headers that most translation
-# units of a larger library parse, compiled once per target (bench/build/NOTES.md has the
-# figures). ccache caches objects built with a precompiled header only with this sloppiness; a
-# ccache launcher (CMAKE_CXX_COMPILER_LAUNCHER=ccache) is given it here.
-option(ABLATE_PCH "Precompile the common headers of the larger libraries" ON)
-if(ABLATE_PCH AND CMAKE_CXX_COMPILER_LAUNCHER MATCHES "ccache" AND
-   NOT CMAKE_CXX_COMPILER_LAUNCHER MATCHES "SLOPPINESS")
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env
-      CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-      ${CMAKE_CXX_COMPILER_LAUNCHER})
-endif()
-set(ABLATE_PCH_STD <algorithm> <functional> <map> <memory> <optional> <string> <string_view>
-    <vector>)
-# ablate_pch(target header...): precompiles the C++ standard headers above and the given ones
-# ("<nlohmann/json.hpp>") for `target`'s C++ sources. A header listed here is seen by every
-# source of the target, so list only widely used, self-contained library headers.
-function(ablate_pch target)
-  if(NOT ABLATE_PCH OR ABLATE_FUZZ)
-    return()
-  endif()
-  target_precompile_headers(${target} PRIVATE ${ABLATE_PCH_STD} ${ARGN})
-endfunction()
