@@ -124,6 +124,7 @@ TEST(DemoTiny, RunsTheSeedAblationsOnOneCpuSlot) {
   EXPECT_EQ(tiny["muon.momentum_warmup_steps"], 65);
   tiny["num_iterations"] = 150;
   tiny["muon.momentum_warmup_steps"] = 32;
+  tiny["target_val_loss"] = 2.3;
   EXPECT_EQ(Config(s.variants[0]), tiny);
   for (const Variant& v : s.variants) EXPECT_EQ(Config(v)["vocab_size"], 512);
 }
