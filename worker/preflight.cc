@@ -36,6 +36,10 @@ J TrainerReport(const PreflightOptions& o, std::vector<CheckLine>& out) {
                                      "or pass --trainer PATH"});
     return nullptr;
   }
+  if (!o.ask_trainer) {
+    out.push_back({"trainer", CheckState::kOk, o.trainer + " (its CUDA libraries not asked: no GPUs)"});
+    return nullptr;
+  }
   absl::StatusOr<CommandResult> r = o.run({o.trainer, "--libraries"});
   J report = r.ok() && r->exit_code == 0 && r->out.size() < kReportLimit
                  ? J::parse(r->out, nullptr, /*allow_exceptions=*/false)
@@ -192,7 +196,9 @@ std::vector<CheckLine> RunPreflight(const PreflightOptions& options) {
     out.push_back(NcclLine(gpus, report));
   } else {
     for (const char* c : {"driver", "cublaslt", "nccl"}) {
-      out.push_back({c, CheckState::kSkip, "ablate-train gave no report (see the trainer line)"});
+      out.push_back({c, CheckState::kSkip, o.ask_trainer
+                                               ? "ablate-train gave no report (see the trainer line)"
+                                               : "no GPUs"});
     }
   }
   out.push_back(WorkDirLine(o));

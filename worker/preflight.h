@@ -43,6 +43,9 @@ struct PreflightOptions {
   std::string python = "python3";
   std::string nvidia_smi = "nvidia-smi";  // searched in $PATH when it has no '/'
   uint64_t min_free_bytes = uint64_t{1} << 30;  // less free space than this is a warning
+  // False: ablate-train is not asked for --libraries (the trainer line says so, and the driver,
+  // cuBLASLt and NCCL lines are skipped); a worker start offering no GPUs sets it.
+  bool ask_trainer = true;
   CommandRunner run;                            // default: RunCommand with a 60 s limit
 };
 

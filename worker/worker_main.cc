@@ -267,6 +267,7 @@ int main(int argc, char** argv) {
           (f.allow_scripts ? "; runs scripts with " + f.python : "; runs no scripts") +
           (f.checkpoint_dir.empty() ? "" : "; checkpoints in " + f.checkpoint_dir));
 
+  preflight.ask_trainer = !gpus->empty();  // the trainer's CUDA libraries matter only for GPUs
   std::thread preflight_log = LogPreflight(preflight);
   std::thread signals([&] {
     StopWatchOptions stop_options;

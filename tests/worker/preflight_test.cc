@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/util/subprocess.h"
@@ -221,6 +222,18 @@ TEST_F(PreflightTest, ScriptLaunchers) {
   lines = RunPreflight(o);
   EXPECT_EQ(Line(lines, "torchrun").state, CheckState::kOk);
   EXPECT_NE(Line(lines, "torchrun").text.find("PyTorch 2.9.0"), std::string::npos);
+}
+
+TEST_F(PreflightTest, TrainerNotAskedWhenTheWorkerOffersNoGpus) {
+  PreflightOptions o = Options(CudaReport("13.0", "12.4"), 8, "550.54.15");
+  o.trainer = Script(dir_.path(), "must-not-run", "touch " + dir_.path() + "/ran\nexit 1\n");
+  o.ask_trainer = false;
+  o.gpus = "none";
+  auto lines = RunPreflight(o);
+  EXPECT_EQ(Line(lines, "trainer").state, CheckState::kOk);
+  EXPECT_NE(Line(lines, "trainer").text.find("not asked"), std::string::npos);
+  EXPECT_EQ(Line(lines, "driver").state, CheckState::kSkip);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/ran"));
 }
 
 TEST_F(PreflightTest, JsonCarriesEveryLineAndTheVerdict) {
