@@ -5,22 +5,36 @@
 #   ./dev.sh test    install, build, run every test (what CI runs)
 #   ./dev.sh build   install and build only
 #   ./dev.sh sanitize  ASan+UBSan build into build-asan/ and its tests (what CI runs after `test`)
+#   ./dev.sh dist    the self-contained bundle dist/ablate-VERSION-linux-x86_64.tar.gz (--test: and
+#                    its test in a Debian 11 root filesystem)
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
 BUILD=${ABLATE_BUILD_DIR:-$ROOT/build}
 JOBS=${ABLATE_JOBS:-$(nproc)}
 
-PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+# What the demo needs: the compiler, the service libraries, OpenBLAS, and the fortunes it trains
+# on (libgtest-dev only because the build folder configures the tests too; it is small). The
+# dashboard's uPlot comes from npm (web_deps).
+DEMO_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  libsqlite3-dev sqlite3 libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libopenblas-dev libboost-dev libgtest-dev libcurl4-openssl-dev libssl-dev
+  fortunes-min
+)
+# ... and what the tests add: PyTorch and SciPy (reference checks), clang (sanitizers, fuzzing),
+# Chromium (the dashboard's browser tests), Slurm (pools), the bundle's root filesystem tools.
+PACKAGES=(
+  "${DEMO_PACKAGES[@]}" git sqlite3
   python3 python3-torch python3-numpy python3-scipy python3-grpcio python3-protobuf
-  fortunes-min openssl clang libclang-rt-14-dev libomp-dev
+  openssl clang libclang-rt-14-dev libomp-dev
   chromium
   slurmctld slurmd slurm-client munge
+  patchelf mmdebstrap
 )
+# The programs the demo runs (`ablate up --demo`), which are also the ones a bundle ships.
+PROGRAMS=(ablate ablate-coordinator ablate-worker ablate-train ablate-data)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -28,7 +42,9 @@ as_root() {
 
 install_deps() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  local want=("$@")
+  [ ${#want[@]} -gt 0 ] || want=("${PACKAGES[@]}")
+  for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -57,9 +73,14 @@ web_deps() {
   fi
 }
 
+# build [TARGET...]: everything, or only the named targets (and what they need).
 build() {
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD" -j "$JOBS"
+  if [ $# -gt 0 ]; then
+    cmake --build "$BUILD" -j "$JOBS" --target "$@"
+  else
+    cmake --build "$BUILD" -j "$JOBS"
+  fi
 }
 
 run_tests() {
@@ -83,6 +104,20 @@ sanitize() {
   "$ROOT/tests/sanitize/run_tests.sh" "$dir" "$JOBS" "$@"
 }
 
+# The release bundle (scripts/dist.sh) into dist/, from its own build folder: the trainer's CPU
+# kernels for x86-64-v3 (AVX2, every GPU node's CPU) instead of this machine's -march=native.
+# `./dev.sh dist --test` then runs it in a Debian 11 root filesystem (scripts/test_bundle.sh).
+dist() {
+  local dir=${ABLATE_DIST_BUILD_DIR:-$ROOT/build-dist}
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DABLATE_TRAINER_MARCH=x86-64-v3 >/dev/null
+  cmake --build "$dir" -j "$JOBS" --target "${PROGRAMS[@]}"
+  local bundle
+  bundle=$("$ROOT/scripts/dist.sh" "$dir" "$ROOT/dist")
+  echo "dev.sh: $bundle" >&2
+  if [ "${1:-}" = --test ]; then "$ROOT/scripts/test_bundle.sh" "$bundle"; fi
+}
+
 demo() {
   "$ROOT/scripts/demo.sh" "$BUILD"
 }
@@ -90,10 +125,11 @@ demo() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  demo) install_deps; web_deps; build; demo "$@" ;;
+  demo) install_deps "${DEMO_PACKAGES[@]}"; web_deps; build "${PROGRAMS[@]}"; demo "$@" ;;
   test) install_deps; web_deps; build; run_tests "$@" ;;
   build) install_deps; web_deps; build ;;
   deps) install_deps; web_deps ;;
   sanitize) install_deps; web_deps; sanitize "$@" ;;
-  *) echo "usage: ./dev.sh demo|test|build|deps|sanitize" >&2; exit 2 ;;
+  dist) install_deps "${DEMO_PACKAGES[@]}" patchelf mmdebstrap; web_deps; dist "$@" ;;
+  *) echo "usage: ./dev.sh demo|test|build|deps|sanitize|dist [--test]" >&2; exit 2 ;;
 esac

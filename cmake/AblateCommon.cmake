@@ -97,3 +97,4 @@ endif()
 
 find_package(GTest QUIET)
 find_package(Threads REQUIRED)
+

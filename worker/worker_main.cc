@@ -18,6 +18,7 @@
 #include "worker/command.h"
 #include "worker/datasets.h"
 #include "worker/gpu_probe.h"
+#include "worker/preflight.h"
 #include "worker/slurm_env.h"
 #include "worker/stop_watch.h"
 #include "worker/worker_client.h"
@@ -39,10 +40,16 @@ struct Flags {
   bool allow_scripts = false;
   std::string python = "python3", master_addr;
   std::string checkpoint_dir;
+  bool check = false, json = false;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
-  app.add_option("--coordinator", f.coordinator, "coordinator HOST:PORT")->required();
+  app.add_option("--coordinator", f.coordinator, "coordinator HOST:PORT (required but with --check)");
+  app.add_flag("--check", f.check,
+               "check this node and exit: GPUs, the NVIDIA driver against ablate-train's CUDA, "
+               "cuBLASLt, NCCL, work and data dirs, script launchers; one line each, with the fix "
+               "for each problem. Exit 0 when nothing failed, 1 otherwise");
+  app.add_flag("--json", f.json, "with --check: the checks as JSON");
   app.add_option("--work-dir", f.work_dir, "run folders and the outbox live here")->required();
   app.add_option("--token-file", f.token_file, "file holding the worker token");
   app.add_option("--tls-ca", f.tls_ca,
@@ -144,6 +151,39 @@ int Die(const std::string& message) {
   return 2;
 }
 
+PreflightOptions MakePreflightOptions(const Flags& f, const absl::StatusOr<std::string>& trainer) {
+  PreflightOptions o;
+  o.trainer = trainer.ok() ? *trainer : "";
+  o.trainer_error = trainer.ok() ? "" : std::string(trainer.status().message());
+  o.gpus = f.gpus;
+  o.work_dir = f.work_dir;
+  o.data_dir = f.data_dir;
+  o.allow_scripts = f.allow_scripts;
+  o.python = f.python;
+  return o;
+}
+
+int RunCheck(const PreflightOptions& o, bool json) {
+  std::vector<CheckLine> lines = RunPreflight(o);
+  std::cout << (json ? PreflightJson(lines) : PreflightText(lines)) << std::flush;
+  return PreflightExitCode(lines);
+}
+
+// At every start the same checks go to the log, each line that is not ok with its fix; they run
+// beside the connection, so a slow nvidia-smi does not hold the worker back.
+std::thread LogPreflight(PreflightOptions o) {
+  o.run = [](const std::vector<std::string>& argv) {
+    return RunCommand(argv, std::chrono::seconds(20));
+  };
+  return std::thread([o = std::move(o)] {
+    std::vector<CheckLine> lines = RunPreflight(o);
+    std::string text = PreflightText(lines);
+    for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+      LogLine("preflight: " + text.substr(at, end - at));
+    }
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,6 +204,9 @@ int main(int argc, char** argv) {
   // ../trainer: the build tree's layout (build/worker/ablate-worker, build/trainer/ablate-train).
   absl::StatusOr<std::string> trainer =
       FindExecutable(f.trainer.empty() ? "ablate-train" : f.trainer, {"../trainer"});
+  PreflightOptions preflight = MakePreflightOptions(f, trainer);
+  if (f.check) return RunCheck(preflight, f.json);
+  if (f.coordinator.empty()) return Die("--coordinator is required");
   if (!trainer.ok()) return Die(std::string(trainer.status().message()));
   if (f.allow_scripts) {
     // Resolved once here: the supervisor execs an absolute path, never a bare name.
@@ -249,6 +292,8 @@ int main(int argc, char** argv) {
           (f.allow_scripts ? "; runs scripts with " + f.python : "; runs no scripts") +
           (f.checkpoint_dir.empty() ? "" : "; checkpoints in " + f.checkpoint_dir));
 
+  preflight.ask_trainer = !gpus->empty();  // the trainer's CUDA libraries matter only for GPUs
+  std::thread preflight_log = LogPreflight(preflight);
   std::thread signals([&] {
     StopWatchOptions stop_options;
     stop_options.idle_exit = std::chrono::milliseconds(f.idle_exit_ms);
@@ -258,6 +303,7 @@ int main(int argc, char** argv) {
   });
   client.Run();
   signals.join();
+  preflight_log.join();
   core->reset();
   LogLine("stopped");
   return 0;

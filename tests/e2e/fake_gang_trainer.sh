@@ -17,6 +17,10 @@ if [ "$1" = "--version" ]; then
   echo "ablate-train fake-gang (tests/e2e)"
   exit 0
 fi
+if [ "$1" = "--libraries" ]; then  # the worker's preflight (worker/preflight.h)
+  echo '{"backends":["cpu","cuda"],"cuda":{"built":"13.0","driver":"13.0"},"cublaslt":{"found":true,"path":"fake"},"nccl":{"found":true,"path":"fake","version":"2.28.3"}}'
+  exit 0
+fi
 
 nnodes=1 rank=0 id_file="" config="" backend="" gpus=""
 while [ $# -gt 0 ]; do

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 namespace ablate::cpu {
 namespace {
@@ -13,6 +15,26 @@ namespace {
 bool IsGeneric(const std::string& core) {
   return core == "Prescott" || core == "Core2" || core == "Penryn" || core == "Nehalem" ||
          core == "Dunnington" || core == "Atom";
+}
+
+// Executes this program again with the same arguments. Started through the release bundle's
+// loader (bin/ld-linux-x86-64.so.2 PROGRAM ARGS..., scripts/dist.sh), /proc/self/exe is that
+// loader, which must be given the program (argv[0], its path) again.
+void Restart(char** argv) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    const char* base = std::strrchr(exe, '/');
+    if (std::strncmp(base != nullptr ? base + 1 : exe, "ld-linux", 8) == 0) {
+      std::vector<char*> args = {exe};
+      for (char** a = argv; *a != nullptr; ++a) args.push_back(*a);
+      args.push_back(nullptr);
+      execv(exe, args.data());
+      return;
+    }
+  }
+  execv("/proc/self/exe", argv);
 }
 
 }  // namespace
@@ -42,7 +64,7 @@ void TuneCpuRuntime(char** argv) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
     changed = true;
   }
-  if (changed) execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are
+  if (changed) Restart(argv);  // returns only on failure: carry on as we are
 }
 
 }  // namespace ablate::cpu

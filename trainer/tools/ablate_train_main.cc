@@ -12,6 +12,7 @@
 #include "trainer/data/shard_reader.h"
 #include "trainer/dist/nccl_id.h"
 #include "trainer/tools/gpu_list.h"
+#include "trainer/tools/library_report.h"
 #include "trainer/tools/run_config_builder.h"
 #include "trainer/train/trainer.h"
 
@@ -218,6 +219,16 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "ablate-train " ABLATE_VERSION " (knob schema " +
                                         ablate::KnobSchemaFingerprint() + ", backends: " +
                                         kBackends + ")");
+  app.add_flag_callback(
+         "--libraries",
+         [] {
+           std::cout << ablate::LibraryReportJson() << std::endl;
+           throw CLI::Success();
+         },
+         "print, as one JSON line, the CUDA version this binary was built with, the driver's, and "
+         "where cuBLASLt and NCCL load from (or why not), then exit: what `ablate-worker --check` "
+         "asks")
+      ->trigger_on_parse();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
