@@ -96,25 +96,41 @@ absl::Status ListAllRuns(v1::AblateService::Stub& stub, int64_t sweep_id,
   }
 }
 
+// The points stored for `run_id`, -1 (with *error) when GetMetrics fails.
+int64_t StoredPoints(v1::AblateService::Stub& stub, int64_t run_id, std::string* error) {
+  v1::GetMetricsRequest req;
+  req.set_run_id(run_id);
+  req.set_max_points(2);
+  v1::GetMetricsResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s = stub.GetMetrics(&ctx, req, &resp);
+  if (!s.ok()) *error = "GetMetrics failed: " + s.error_message();
+  return s.ok() ? resp.total_points() : -1;
+}
+
 }  // namespace
 
 absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id,
-                                int expected_runs) {
+                                int expected_runs, int64_t points_per_run) {
   std::vector<v1::Run> runs;
   if (absl::Status s = ListAllRuns(stub, sweep_id, &runs); !s.ok()) return s;
   std::ostringstream why;
   int bad = 0;
   for (const v1::Run& r : runs) {
-    if (r.state() == v1::RUN_SUCCEEDED) continue;
-    if (++bad <= 5) {
-      why << "; run " << r.id() << " is " << v1::RunState_Name(r.state())
-          << (r.error().empty() ? "" : " (" + r.error() + ")");
+    std::string error;
+    int64_t points = points_per_run < 0 ? -1 : StoredPoints(stub, r.id(), &error);
+    if (r.state() == v1::RUN_SUCCEEDED && points == points_per_run) continue;
+    if (++bad > 5) continue;
+    why << "; run " << r.id() << " is " << v1::RunState_Name(r.state())
+        << (r.error().empty() ? "" : " (" + r.error() + ")");
+    if (points != points_per_run) {
+      why << " with " << points << " points stored of " << points_per_run << " " << error;
     }
   }
   if (bad == 0 && static_cast<int>(runs.size()) == expected_runs) return absl::OkStatus();
   std::ostringstream msg;
   msg << "sweep " << sweep_id << ": " << runs.size() << " runs (" << expected_runs
-      << " expected), " << bad << " did not succeed" << why.str();
+      << " expected), " << bad << " did not succeed or miss points" << why.str();
   return absl::FailedPreconditionError(msg.str());
 }
 

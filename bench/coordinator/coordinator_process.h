@@ -62,12 +62,13 @@ std::string BenchSweepSpec(const std::string& name, int runs, int64_t steps);
 // `runs` split into sweeps of at most kMaxSeedsPerSweep runs, as evenly as possible.
 std::vector<int> SweepSizes(int runs);
 
-// OK when the sweep `sweep_id` (0 = every sweep) has exactly `expected_runs` runs and every one
-// of them ended RUN_SUCCEEDED; otherwise FAILED_PRECONDITION naming the count and the first runs
-// that did not succeed (state and error), or the RPC's error. A bench calls it after the work it
-// timed, and reports no figure when it fails.
+// OK when the sweep `sweep_id` (0 = every sweep) has exactly `expected_runs` runs, every one of
+// them ended RUN_SUCCEEDED and, when `points_per_run` >= 0, has exactly that many points stored
+// (GetMetrics total_points); otherwise FAILED_PRECONDITION naming the count and the first runs
+// that did not succeed (state and error) or miss points, or the RPC's error. A bench calls it
+// after the work it timed, and reports no figure when it fails.
 absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id,
-                                int expected_runs);
+                                int expected_runs, int64_t points_per_run = -1);
 
 // Submits `spec`; nullopt (after printing the error) when the RPC fails.
 std::optional<v1::SubmitSweepResponse> SubmitSweep(v1::AblateService::Stub& stub,

@@ -109,7 +109,8 @@ double MeasureCoordinator(const ablate::bench::CoordinatorProcess& coord, const 
     if (why.empty()) why = w->FirstCancel();
     w->Close();
   }
-  absl::Status runs = ablate::bench::CheckRunsSucceeded(*stub, sweep->sweep().id(), c.runs());
+  absl::Status runs =
+      ablate::bench::CheckRunsSucceeded(*stub, sweep->sweep().id(), c.runs(), c.steps());
   if (why.empty() && !runs.ok()) why = runs.ToString();
   if (!why.empty()) {
     std::cerr << "ingest_bench: the coordinator run failed, no figures (" << cancels

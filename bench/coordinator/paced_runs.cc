@@ -110,13 +110,13 @@ bool SubmitSweeps(const CoordinatorProcess& coord, const PacedLoad& c, const std
   return true;
 }
 
-// OK when the coordinator lists every run of every sweep as succeeded.
+// OK when the coordinator lists every run of every sweep as succeeded with every step stored.
 absl::Status CheckSweeps(const CoordinatorProcess& coord, const PacedLoad& c,
                          const std::vector<int64_t>& sweep_ids) {
   auto stub = v1::AblateService::NewStub(coord.NewChannel());
   std::vector<int> sizes = SweepSizes(c.runs());
   for (size_t k = 0; k < sweep_ids.size(); ++k) {
-    absl::Status s = CheckRunsSucceeded(*stub, sweep_ids[k], sizes[k]);
+    absl::Status s = CheckRunsSucceeded(*stub, sweep_ids[k], sizes[k], c.steps());
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
