@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
             << " sweeps); every run succeeded, every batch acknowledged without a Cancel:\n";
   Print("1 run  ", base);
   Print(std::to_string(c.runs()) + " runs", full);
+  std::cout << "  offered " << c.runs() * c.steps_per_second << " batches/s with " << c.runs()
+            << " runs; acknowledged " << full.points_per_second << "/s over the pacing\n";
   std::cout << "  target: p99 < 100 ms at 200 runs, " << 200 * c.steps_per_second
             << " points/s offered\n"
             << "  ratio: p99(" << c.runs() << ")/p99(1) = "
