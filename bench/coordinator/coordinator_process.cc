@@ -63,8 +63,7 @@ std::shared_ptr<grpc::Channel> CoordinatorProcess::NewChannel() const {
 
 std::string BenchSweepSpec(const std::string& name, int runs, int64_t steps) {
   std::ostringstream s;
-  s << "name: " << name
-    << "\nbaseline: {preset: r9-shortcuts, scale: tiny, set: {num_iterations: "
+  s << "name: " << name << "\nbaseline: {preset: r9-shortcuts, scale: tiny, set: {num_iterations: "
     << std::max<int64_t>(steps, 1) << "}}\nseeds: " << runs
     << "\ngpus_per_run: 0\ndataset: bench\nmax_attempts: 1\n";
   return s.str();
@@ -110,8 +109,8 @@ int64_t StoredPoints(v1::AblateService::Stub& stub, int64_t run_id, std::string*
 
 }  // namespace
 
-absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id,
-                                int expected_runs, int64_t points_per_run) {
+absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id, int expected_runs,
+                                int64_t points_per_run) {
   std::vector<v1::Run> runs;
   if (absl::Status s = ListAllRuns(stub, sweep_id, &runs); !s.ok()) return s;
   std::ostringstream why;
@@ -129,8 +128,8 @@ absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id,
   }
   if (bad == 0 && static_cast<int>(runs.size()) == expected_runs) return absl::OkStatus();
   std::ostringstream msg;
-  msg << "sweep " << sweep_id << ": " << runs.size() << " runs (" << expected_runs
-      << " expected), " << bad << " did not succeed or miss points" << why.str();
+  msg << "sweep " << sweep_id << ": " << runs.size() << " runs (" << expected_runs << " expected), "
+      << bad << " did not succeed or miss points" << why.str();
   return absl::FailedPreconditionError(msg.str());
 }
 

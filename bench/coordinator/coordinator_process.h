@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "ablate/v1/client.grpc.pb.h"
+#include "absl/status/status.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::bench {
@@ -67,8 +67,8 @@ std::vector<int> SweepSizes(int runs);
 // (GetMetrics total_points); otherwise FAILED_PRECONDITION naming the count and the first runs
 // that did not succeed (state and error) or miss points, or the RPC's error. A bench calls it
 // after the work it timed, and reports no figure when it fails.
-absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id,
-                                int expected_runs, int64_t points_per_run = -1);
+absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id, int expected_runs,
+                                int64_t points_per_run = -1);
 
 // Submits `spec`; nullopt (after printing the error) when the RPC fails.
 std::optional<v1::SubmitSweepResponse> SubmitSweep(v1::AblateService::Stub& stub,

@@ -88,8 +88,8 @@ double MeasureCoordinator(const ablate::bench::CoordinatorProcess& coord, const 
   std::mutex mu;
   std::string why;  // the first run's failure; guarded by mu
   Clock::time_point t0 = Clock::now();
-  auto sweep =
-      ablate::bench::SubmitSweep(*stub, ablate::bench::BenchSweepSpec("ingest", c.runs(), c.steps()));
+  auto sweep = ablate::bench::SubmitSweep(
+      *stub, ablate::bench::BenchSweepSpec("ingest", c.runs(), c.steps()));
   if (!sweep) return -1;
   std::vector<std::thread> threads;
   for (auto& w : workers) {
@@ -146,12 +146,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << "ingest: " << c.workers << " workers x " << c.runs_per_worker << " runs, "
-            << c.batches_per_run << " batches x " << c.points_per_batch << " points per run, window "
-            << c.window << " (" << acked << " points; every run succeeded)\n"
+            << c.batches_per_run << " batches x " << c.points_per_batch
+            << " points per run, window " << c.window << " (" << acked
+            << " points; every run succeeded)\n"
             << "  coordinator (acknowledged): " << coord_rate << " points/s  (" << seconds
             << " s, submit to last RunFinished acknowledged)\n"
-            << "  raw SQLite, same rows, " << c.points_per_batch
-            << " per transaction: " << raw_rate << " points/s  (" << raw.seconds << " s)\n"
+            << "  raw SQLite, same rows, " << c.points_per_batch << " per transaction: " << raw_rate
+            << " points/s  (" << raw.seconds << " s)\n"
             << "  ratio: coordinator = " << 100.0 * coord_rate / raw_rate
             << "% of raw  (target >= 50%)\n";
   return 0;

@@ -29,10 +29,10 @@ LoadResult Measure(const ablate::bench::CoordinatorProcess& coord, const PacedLo
 
 void Print(const std::string& label, const LoadResult& r) {
   const auto& l = r.latencies_ms;
-  std::cout << "  " << label << ": " << l.size() << " batches acknowledged, "
-            << r.points_per_second << " points/s; send->Ack p50 " << Percentile(l, 0.5)
-            << " ms, p90 " << Percentile(l, 0.9) << " ms, p99 " << Percentile(l, 0.99)
-            << " ms, max " << Percentile(l, 1.0) << " ms\n";
+  std::cout << "  " << label << ": " << l.size() << " batches acknowledged, " << r.points_per_second
+            << " points/s; send->Ack p50 " << Percentile(l, 0.5) << " ms, p90 "
+            << Percentile(l, 0.9) << " ms, p99 " << Percentile(l, 0.99) << " ms, max "
+            << Percentile(l, 1.0) << " ms\n";
 }
 
 // True when `r` succeeded; otherwise prints why on stderr.

@@ -31,10 +31,10 @@ struct Shared {
   const PacedLoad& c;
   SendTimes* times;
   std::vector<int64_t> run_ids;
-  std::mutex mu;
+  std::mutex mu{};
   std::vector<char> ok;
-  Clock::time_point last_finished;
-  std::string why;  // the first run's failure; guarded by mu
+  Clock::time_point last_finished{};
+  std::string why{};  // the first run's failure; guarded by mu
 };
 
 void RunFailed(Shared& s, int i, const std::string& what) {
@@ -156,8 +156,10 @@ PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const 
     }
   }
   if (!SubmitSweeps(coord, c, tag, &result)) return result;
-  Shared s{c, times, std::vector<int64_t>(size_t(c.runs()), 0), {},
-           std::vector<char>(size_t(c.runs()), 0), {}, {}};
+  Shared s{.c = c,
+           .times = times,
+           .run_ids = std::vector<int64_t>(size_t(c.runs()), 0),
+           .ok = std::vector<char>(size_t(c.runs()), 0)};
   Clock::time_point t0 = Clock::now();
   auto all_assigned = [&]() noexcept {
     if (times) {

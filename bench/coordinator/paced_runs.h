@@ -53,8 +53,8 @@ struct PacedResult {
   std::vector<double> latencies_ms;  // MetricBatch send -> Ack
   double points_per_second = 0;
   int cancels = 0;
-  std::vector<int64_t> sweep_ids;  // SweepSizes(c.runs()) sweeps, in submit order
-  std::vector<int64_t> run_ids;    // by position
+  std::vector<int64_t> sweep_ids;   // SweepSizes(c.runs()) sweeps, in submit order
+  std::vector<int64_t> run_ids;     // by position
   Clock::time_point last_finished;  // the last RunFinished's Ack
 };
 

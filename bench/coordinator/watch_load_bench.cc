@@ -17,8 +17,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -127,10 +127,10 @@ void Progress(const std::string& what) {
 
 void PrintIngest(const std::string& label, const ablate::bench::PacedResult& r) {
   const auto& l = r.latencies_ms;
-  std::cout << "  " << label << ": " << l.size() << " batches acknowledged, "
-            << r.points_per_second << " points/s; send->Ack p50 " << Percentile(l, 0.5)
-            << " ms, p90 " << Percentile(l, 0.9) << " ms, p99 " << Percentile(l, 0.99)
-            << " ms, max " << Percentile(l, 1.0) << " ms\n";
+  std::cout << "  " << label << ": " << l.size() << " batches acknowledged, " << r.points_per_second
+            << " points/s; send->Ack p50 " << Percentile(l, 0.5) << " ms, p90 "
+            << Percentile(l, 0.9) << " ms, p99 " << Percentile(l, 0.99) << " ms, max "
+            << Percentile(l, 1.0) << " ms\n";
 }
 
 // True when `r` succeeded; otherwise prints why on stderr.
@@ -203,11 +203,11 @@ int main(int argc, char** argv) {
   auto attach = [&](const std::vector<int64_t>& sweep_ids, const std::vector<int64_t>& run_ids) {
     std::vector<std::string> paths;
     for (int i = 0; i < c.pages; ++i) {
-      paths.push_back(i < c.sweep_pages
-                          ? "/api/live/sweeps/" +
-                                std::to_string(sweep_ids[size_t(i) % sweep_ids.size()]) +
-                                "?series=train_loss,val_loss"
-                          : "/api/live/runs/" + std::to_string(run_ids[size_t(i) % run_ids.size()]));
+      paths.push_back(
+          i < c.sweep_pages
+              ? "/api/live/sweeps/" + std::to_string(sweep_ids[size_t(i) % sweep_ids.size()]) +
+                    "?series=train_loss,val_loss"
+              : "/api/live/runs/" + std::to_string(run_ids[size_t(i) % run_ids.size()]));
     }
     Progress("phase 2: every run started; opening " + std::to_string(paths.size()) +
              " live pages");
@@ -251,14 +251,15 @@ int main(int argc, char** argv) {
   if (!Succeeded("runs alone", alone) || !Succeeded("runs with readers", loaded)) return 1;
   std::map<int64_t, int> runs_of_sweep;
   std::vector<int> sizes = ablate::bench::SweepSizes(c.load.runs());
-  for (size_t k = 0; k < loaded.sweep_ids.size(); ++k) runs_of_sweep[loaded.sweep_ids[k]] = sizes[k];
+  for (size_t k = 0; k < loaded.sweep_ids.size(); ++k)
+    runs_of_sweep[loaded.sweep_ids[k]] = sizes[k];
 
   std::cout << c.load.runs() << " runs (" << c.load.workers << " workers x " << c.load.slots
             << " CPU slots), 1 point per MetricBatch at " << c.load.steps_per_second
             << " steps/s per run for " << c.load.seconds << " s, " << loaded.sweep_ids.size()
-            << " sweeps, every run succeeded; readers: " << c.pages
-            << " live pages (" << c.sweep_pages << " sweep pages, " << c.pages - c.sweep_pages
-            << " run pages), " << c.watchers << " WatchSweep streams\n";
+            << " sweeps, every run succeeded; readers: " << c.pages << " live pages ("
+            << c.sweep_pages << " sweep pages, " << c.pages - c.sweep_pages << " run pages), "
+            << c.watchers << " WatchSweep streams\n";
   std::cout << "ingest (MetricBatch send -> Ack):\n";
   PrintIngest("alone       ", alone);
   PrintIngest("with readers", loaded);

@@ -185,8 +185,9 @@ bool SnapshotCost(int repeats) {
     absl::StatusOr<Snapshot> got = snapshots.Get(hash, &fetched);
     cache.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     if (!got.ok() || !fetched) {
-      std::fprintf(stderr, "script_bench: fetch failed, no snapshot figures: %s\n",
-                   got.ok() ? "served from the cache, not fetched" : got.status().ToString().c_str());
+      std::fprintf(
+          stderr, "script_bench: fetch failed, no snapshot figures: %s\n",
+          got.ok() ? "served from the cache, not fetched" : got.status().ToString().c_str());
       return false;
     }
   }
