@@ -61,11 +61,76 @@ std::shared_ptr<grpc::Channel> CoordinatorProcess::NewChannel() const {
   return grpc::CreateCustomChannel(target_, grpc::InsecureChannelCredentials(), args);
 }
 
-std::string BenchSweepSpec(const std::string& name, int runs) {
+std::string BenchSweepSpec(const std::string& name, int runs, int64_t steps) {
   std::ostringstream s;
-  s << "name: " << name << "\nbaseline: {preset: r9-shortcuts, scale: tiny}\nseeds: " << runs
+  s << "name: " << name << "\nbaseline: {preset: r9-shortcuts, scale: tiny, set: {num_iterations: "
+    << std::max<int64_t>(steps, 1) << "}}\nseeds: " << runs
     << "\ngpus_per_run: 0\ndataset: bench\nmax_attempts: 1\n";
   return s.str();
+}
+
+std::vector<int> SweepSizes(int runs) {
+  int sweeps = std::max(1, (runs + kMaxSeedsPerSweep - 1) / kMaxSeedsPerSweep);
+  std::vector<int> sizes(size_t(sweeps), runs / sweeps);
+  for (int i = 0; i < runs % sweeps; ++i) ++sizes[size_t(i)];
+  return sizes;
+}
+
+namespace {
+
+// Every run of `sweep_id` (0 = all), a page of 1000 at a time.
+absl::Status ListAllRuns(v1::AblateService::Stub& stub, int64_t sweep_id,
+                         std::vector<v1::Run>* runs) {
+  for (;;) {
+    v1::ListRunsRequest req;
+    req.set_sweep_id(sweep_id);
+    req.set_limit(1000);
+    req.set_offset(static_cast<int32_t>(runs->size()));
+    v1::ListRunsResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub.ListRuns(&ctx, req, &resp);
+    if (!s.ok()) return absl::UnavailableError("ListRuns failed: " + s.error_message());
+    runs->insert(runs->end(), resp.runs().begin(), resp.runs().end());
+    if (resp.runs_size() < 1000) return absl::OkStatus();
+  }
+}
+
+// The points stored for `run_id`, -1 (with *error) when GetMetrics fails.
+int64_t StoredPoints(v1::AblateService::Stub& stub, int64_t run_id, std::string* error) {
+  v1::GetMetricsRequest req;
+  req.set_run_id(run_id);
+  req.set_max_points(2);
+  v1::GetMetricsResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s = stub.GetMetrics(&ctx, req, &resp);
+  if (!s.ok()) *error = "GetMetrics failed: " + s.error_message();
+  return s.ok() ? resp.total_points() : -1;
+}
+
+}  // namespace
+
+absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id, int expected_runs,
+                                int64_t points_per_run) {
+  std::vector<v1::Run> runs;
+  if (absl::Status s = ListAllRuns(stub, sweep_id, &runs); !s.ok()) return s;
+  std::ostringstream why;
+  int bad = 0;
+  for (const v1::Run& r : runs) {
+    std::string error;
+    int64_t points = points_per_run < 0 ? -1 : StoredPoints(stub, r.id(), &error);
+    if (r.state() == v1::RUN_SUCCEEDED && points == points_per_run) continue;
+    if (++bad > 5) continue;
+    why << "; run " << r.id() << " is " << v1::RunState_Name(r.state())
+        << (r.error().empty() ? "" : " (" + r.error() + ")");
+    if (points != points_per_run) {
+      why << " with " << points << " points stored of " << points_per_run << " " << error;
+    }
+  }
+  if (bad == 0 && static_cast<int>(runs.size()) == expected_runs) return absl::OkStatus();
+  std::ostringstream msg;
+  msg << "sweep " << sweep_id << ": " << runs.size() << " runs (" << expected_runs << " expected), "
+      << bad << " did not succeed or miss points" << why.str();
+  return absl::FailedPreconditionError(msg.str());
 }
 
 std::optional<v1::SubmitSweepResponse> SubmitSweep(v1::AblateService::Stub& stub,

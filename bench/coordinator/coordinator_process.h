@@ -6,12 +6,14 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ablate/v1/client.grpc.pb.h"
+#include "absl/status/status.h"
 #include "tests/util/subprocess.h"
 
 namespace ablate::bench {
@@ -47,8 +49,26 @@ class CoordinatorProcess {
   int http_port_ = 0;
 };
 
-// A CPU-only sweep of `runs` runs (the baseline with `runs` seeds) on the dataset "bench".
-std::string BenchSweepSpec(const std::string& name, int runs);
+// The most seeds one spec may have (server/sweep/spec_reader.cc): a bench that needs more runs
+// submits several sweeps (SweepSizes).
+inline constexpr int kMaxSeedsPerSweep = 1000;
+
+// A CPU-only sweep of `runs` runs (the baseline with `runs` seeds, 1..kMaxSeedsPerSweep) on the
+// dataset "bench", configured for `steps` training steps (num_iterations, at least 1): a run may
+// report steps 0..steps; a point past that is refused with a Cancel, so a bench configures its
+// runs for every step it sends.
+std::string BenchSweepSpec(const std::string& name, int runs, int64_t steps);
+
+// `runs` split into sweeps of at most kMaxSeedsPerSweep runs, as evenly as possible.
+std::vector<int> SweepSizes(int runs);
+
+// OK when the sweep `sweep_id` (0 = every sweep) has exactly `expected_runs` runs, every one of
+// them ended RUN_SUCCEEDED and, when `points_per_run` >= 0, has exactly that many points stored
+// (GetMetrics total_points); otherwise FAILED_PRECONDITION naming the count and the first runs
+// that did not succeed (state and error) or miss points, or the RPC's error. A bench calls it
+// after the work it timed, and reports no figure when it fails.
+absl::Status CheckRunsSucceeded(v1::AblateService::Stub& stub, int64_t sweep_id, int expected_runs,
+                                int64_t points_per_run = -1);
 
 // Submits `spec`; nullopt (after printing the error) when the RPC fails.
 std::optional<v1::SubmitSweepResponse> SubmitSweep(v1::AblateService::Stub& stub,

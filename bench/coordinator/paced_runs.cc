@@ -31,10 +31,16 @@ struct Shared {
   const PacedLoad& c;
   SendTimes* times;
   std::vector<int64_t> run_ids;
-  std::mutex mu;
+  std::mutex mu{};
   std::vector<char> ok;
-  Clock::time_point last_finished;
+  Clock::time_point last_finished{};
+  std::string why{};  // the first run's failure; guarded by mu
 };
+
+void RunFailed(Shared& s, int i, const std::string& what) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.why.empty()) s.why = "run at position " + std::to_string(i) + ": " + what;
+}
 
 // One run, at position i: takes an assignment, waits at `assigned` for all runs (the
 // completion step runs before_pacing), then paces its batches.
@@ -43,6 +49,7 @@ void PaceRun(SimWorker& worker, Shared& s, int i, Barrier& assigned) {
   const PacedLoad& c = s.c;
   auto got = worker.NextAssignment(std::chrono::seconds(60));
   if (!got) {
+    RunFailed(s, i, "no Assignment within 60 s");
     assigned.arrive_and_drop();
     return;
   }
@@ -67,8 +74,15 @@ void PaceRun(SimWorker& worker, Shared& s, int i, Barrier& assigned) {
     worker.SendBatch(batch);
   }
   const auto timeout = std::chrono::seconds(60);
-  bool ok = worker.WaitAcked(a.attempt_id(), c.steps(), timeout) &&
-            worker.Finish(a, c.steps(), timeout);
+  bool ok = worker.WaitAcked(a.attempt_id(), c.steps(), timeout);
+  if (!ok) RunFailed(s, i, "not every batch acknowledged within 60 s");
+  ok = ok && worker.Finish(a, c.steps(), timeout);
+  if (ok && worker.Cancelled(a.attempt_id())) {
+    ok = false;
+    RunFailed(s, i, "its attempt was cancelled (" + worker.FirstCancel() + ")");
+  } else if (!ok) {
+    RunFailed(s, i, "RunFinished not acknowledged within 60 s");
+  }
   std::lock_guard<std::mutex> lock(s.mu);
   s.ok[size_t(i)] = ok;
   s.last_finished = std::max(s.last_finished, Clock::now());
@@ -76,28 +90,82 @@ void PaceRun(SimWorker& worker, Shared& s, int i, Barrier& assigned) {
 
 }  // namespace
 
+namespace {
+
+// Submits c.runs() runs as SweepSizes(c.runs()) sweeps; false (result->why) when one fails.
+bool SubmitSweeps(const CoordinatorProcess& coord, const PacedLoad& c, const std::string& tag,
+                  PacedResult* result) {
+  auto stub = v1::AblateService::NewStub(coord.NewChannel());
+  std::vector<int> sizes = SweepSizes(c.runs());
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::string name = sizes.size() == 1 ? tag : tag + "-" + std::to_string(k + 1);
+    std::optional<v1::SubmitSweepResponse> sweep =
+        SubmitSweep(*stub, BenchSweepSpec(name, sizes[k], c.steps()));
+    if (!sweep) {
+      result->why = "SubmitSweep of " + name + " failed";
+      return false;
+    }
+    result->sweep_ids.push_back(sweep->sweep().id());
+  }
+  return true;
+}
+
+// OK when the coordinator lists every run of every sweep as succeeded with every step stored.
+absl::Status CheckSweeps(const CoordinatorProcess& coord, const PacedLoad& c,
+                         const std::vector<int64_t>& sweep_ids) {
+  auto stub = v1::AblateService::NewStub(coord.NewChannel());
+  std::vector<int> sizes = SweepSizes(c.runs());
+  for (size_t k = 0; k < sweep_ids.size(); ++k) {
+    absl::Status s = CheckRunsSucceeded(*stub, sweep_ids[k], sizes[k], c.steps());
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// result->ok and why from the runs' outcomes, the Cancels and the coordinator's run states.
+void Verdict(const CoordinatorProcess& coord, const PacedLoad& c, const Shared& s,
+             PacedResult* result) {
+  const int64_t expected = int64_t{c.runs()} * c.steps();
+  if (!s.why.empty()) {
+    result->why = s.why;
+  } else if (result->cancels > 0) {
+    result->why = std::to_string(result->cancels) + " Cancels, the first: " + result->why;
+  } else if (static_cast<int64_t>(result->latencies_ms.size()) != expected) {
+    result->why = std::to_string(result->latencies_ms.size()) + " batches acknowledged of " +
+                  std::to_string(expected) + " sent";
+  } else if (absl::Status st = CheckSweeps(coord, c, result->sweep_ids); !st.ok()) {
+    result->why = st.ToString();
+  } else {
+    result->why.clear();
+    result->ok = true;
+  }
+}
+
+}  // namespace
+
 PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const std::string& tag,
-                     SendTimes* times,
-                     const std::function<void(int64_t, const std::vector<int64_t>&)>& before_pacing) {
+                     SendTimes* times, const BeforePacing& before_pacing) {
   PacedResult result;
   std::vector<std::unique_ptr<SimWorker>> workers;
   for (int w = 0; w < c.workers; ++w) {
     workers.push_back(
         std::make_unique<SimWorker>(coord.NewChannel(), tag + "-" + std::to_string(w), c.slots));
-    if (!workers.back()->Connect()) return result;
+    if (!workers.back()->Connect()) {
+      result.why = "worker " + std::to_string(w) + " could not connect";
+      return result;
+    }
   }
-  auto stub = v1::AblateService::NewStub(coord.NewChannel());
-  std::optional<v1::SubmitSweepResponse> sweep = SubmitSweep(*stub, BenchSweepSpec(tag, c.runs()));
-  if (!sweep) return result;
-  result.sweep_id = sweep->sweep().id();
-  Shared s{c, times, std::vector<int64_t>(size_t(c.runs()), 0), {},
-           std::vector<char>(size_t(c.runs()), 0), {}};
+  if (!SubmitSweeps(coord, c, tag, &result)) return result;
+  Shared s{.c = c,
+           .times = times,
+           .run_ids = std::vector<int64_t>(size_t(c.runs()), 0),
+           .ok = std::vector<char>(size_t(c.runs()), 0)};
   Clock::time_point t0 = Clock::now();
   auto all_assigned = [&]() noexcept {
     if (times) {
       for (int i = 0; i < c.runs(); ++i) times->index_of_run[s.run_ids[size_t(i)]] = i;
     }
-    if (before_pacing) before_pacing(result.sweep_id, s.run_ids);
+    if (before_pacing) before_pacing(result.sweep_ids, s.run_ids);
     t0 = Clock::now();  // points/s over the pacing only
   };
   std::barrier assigned(c.runs(), all_assigned);
@@ -111,12 +179,13 @@ PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const 
     std::vector<double> l = w->TakeLatenciesMs();
     result.latencies_ms.insert(result.latencies_ms.end(), l.begin(), l.end());
     result.cancels += w->cancels();
+    if (result.why.empty()) result.why = w->FirstCancel();
     w->Close();
   }
   result.points_per_second = static_cast<double>(result.latencies_ms.size()) / seconds;
-  result.ok = std::all_of(s.ok.begin(), s.ok.end(), [](char b) { return b != 0; });
   result.run_ids = s.run_ids;
   result.last_finished = s.last_finished;
+  Verdict(coord, c, s, &result);
   return result;
 }
 

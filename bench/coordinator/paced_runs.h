@@ -45,21 +45,30 @@ class SendTimes {
 };
 
 struct PacedResult {
+  // Every run was assigned, every batch acknowledged with no Cancel, every run finished and the
+  // coordinator lists each as RUN_SUCCEEDED. When false, `why` says what went wrong first and the
+  // figures below describe refused or lost work: a bench reports `why`, not them.
   bool ok = false;
+  std::string why;
   std::vector<double> latencies_ms;  // MetricBatch send -> Ack
   double points_per_second = 0;
   int cancels = 0;
-  int64_t sweep_id = 0;
-  std::vector<int64_t> run_ids;  // by position
+  std::vector<int64_t> sweep_ids;   // SweepSizes(c.runs()) sweeps, in submit order
+  std::vector<int64_t> run_ids;     // by position
   Clock::time_point last_finished;  // the last RunFinished's Ack
 };
 
-// Connects c.workers simulated workers (ids "<tag>-N"), submits a sweep of c.runs() runs, waits
-// until every run is assigned and started, calls `before_pacing(sweep_id, run_ids)` (readers
-// attach there), then paces all runs to the end. `times` (may be null) gets the send times.
+// Called once every run is assigned and started, before pacing: the sweeps and run ids.
+using BeforePacing =
+    std::function<void(const std::vector<int64_t>& sweep_ids, const std::vector<int64_t>& run_ids)>;
+
+// Connects c.workers simulated workers (ids "<tag>-N"), submits c.runs() runs as
+// SweepSizes(c.runs()) sweeps (a spec allows at most kMaxSeedsPerSweep seeds), each configured
+// for c.steps() steps, waits until every run is assigned and started, calls `before_pacing`
+// (readers attach there), then paces all runs to the end and checks that every one succeeded
+// (PacedResult::ok). `times` (may be null) gets the send times.
 PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const std::string& tag,
-                     SendTimes* times,
-                     const std::function<void(int64_t, const std::vector<int64_t>&)>& before_pacing);
+                     SendTimes* times, const BeforePacing& before_pacing);
 
 }  // namespace ablate::bench
 

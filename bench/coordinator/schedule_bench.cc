@@ -45,7 +45,7 @@ bool ScheduleOnce(ablate::v1::AblateService::Stub& stub, ablate::bench::SimWorke
                   int rep, Sample* sample) {
   Clock::time_point t0 = Clock::now();
   auto resp = ablate::bench::SubmitSweep(
-      stub, ablate::bench::BenchSweepSpec("sched-" + std::to_string(rep), 1));
+      stub, ablate::bench::BenchSweepSpec("sched-" + std::to_string(rep), 1, 1));
   Clock::time_point submitted = Clock::now();
   if (!resp) return false;
   auto got = worker.NextAssignment(std::chrono::seconds(10));
@@ -56,7 +56,11 @@ bool ScheduleOnce(ablate::v1::AblateService::Stub& stub, ablate::bench::SimWorke
   sample->submit_ms = MsSince(t0, submitted);
   sample->assign_ms = MsSince(t0, got->arrived);
   worker.SendRunStarted(got->assignment);
-  return worker.Finish(got->assignment, 0, std::chrono::seconds(10));
+  if (!worker.Finish(got->assignment, 0, std::chrono::seconds(10))) {
+    std::cerr << "RunFinished not acknowledged within 10 s\n";
+    return false;
+  }
+  return true;
 }
 
 void Report(const std::vector<Sample>& samples, const std::vector<double>& unary) {
@@ -94,7 +98,14 @@ int main(int argc, char** argv) {
     if (!ScheduleOnce(*stub, worker, r, &samples[r])) return 1;
   }
   std::vector<double> unary = UnaryRoundTripsMs(*stub, 200);
-  Report(samples, unary);
   worker.Close();
+  // Every scheduled run (the warm-up's too) must have ended succeeded, with no Cancel.
+  absl::Status runs = ablate::bench::CheckRunsSucceeded(*stub, /*sweep_id=*/0, reps + 1);
+  if (worker.cancels() > 0 || !runs.ok()) {
+    std::cerr << "schedule_bench: runs failed, no figures: "
+              << (worker.cancels() > 0 ? worker.FirstCancel() : runs.ToString()) << "\n";
+    return 1;
+  }
+  Report(samples, unary);
   return 0;
 }

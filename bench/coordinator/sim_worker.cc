@@ -67,6 +67,11 @@ void SimWorker::ReadLoop() {
       OnAck(msg.ack(), now);
     } else if (msg.has_cancel()) {
       ++cancels_;
+      cancelled_.insert(msg.cancel().attempt_id());
+      if (first_cancel_.empty()) {
+        first_cancel_ = worker_id_ + ": Cancel of attempt " +
+                        std::to_string(msg.cancel().attempt_id()) + ": " + msg.cancel().reason();
+      }
       std::cerr << worker_id_ << ": Cancel of attempt " << msg.cancel().attempt_id() << ": "
                 << msg.cancel().reason() << "\n";
     }
@@ -163,6 +168,16 @@ std::vector<double> SimWorker::TakeLatenciesMs() {
 int SimWorker::cancels() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cancels_;
+}
+
+std::string SimWorker::FirstCancel() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_cancel_;
+}
+
+bool SimWorker::Cancelled(int64_t attempt_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_.count(attempt_id) > 0;
 }
 
 v1::MetricPoint BenchPoint(int64_t step) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,7 +57,14 @@ class SimWorker {
 
   // Send -> Ack latencies (ms) recorded so far, cleared.
   std::vector<double> TakeLatenciesMs();
+  // Cancels received so far. The coordinator acknowledges the batches it refuses together with a
+  // Cancel, so an acknowledged batch of a cancelled attempt was not stored: a bench counts an
+  // attempt's work as done only when it has no Cancel.
   int cancels() const;
+  // "Cancel of attempt A: reason" for the first Cancel received, "" when none.
+  std::string FirstCancel() const;
+  // Whether attempt `attempt_id` got a Cancel.
+  bool Cancelled(int64_t attempt_id) const;
 
  private:
   struct AttemptAcks {
@@ -83,6 +91,8 @@ class SimWorker {
   std::map<int64_t, AttemptAcks> acks_;         // by attempt id; guarded by mu_
   std::vector<double> latencies_ms_;            // guarded by mu_
   int cancels_ = 0;                             // guarded by mu_
+  std::string first_cancel_;                    // guarded by mu_
+  std::set<int64_t> cancelled_;                 // attempt ids; guarded by mu_
   bool stream_ended_ = false;                   // guarded by mu_
   bool stopping_ = false;                       // guarded by mu_
   int64_t heartbeat_ms_ = 1000;

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -126,15 +127,28 @@ void Progress(const std::string& what) {
 
 void PrintIngest(const std::string& label, const ablate::bench::PacedResult& r) {
   const auto& l = r.latencies_ms;
-  std::cout << "  " << label << ": " << l.size() << " batches acknowledged, "
-            << r.points_per_second << " points/s; send->Ack p50 " << Percentile(l, 0.5)
-            << " ms, p90 " << Percentile(l, 0.9) << " ms, p99 " << Percentile(l, 0.99)
-            << " ms, max " << Percentile(l, 1.0) << " ms" << (r.ok ? "" : "  (SOME RUNS FAILED)")
-            << (r.cancels ? "  (" + std::to_string(r.cancels) + " Cancels)" : "") << "\n";
+  std::cout << "  " << label << ": " << l.size() << " batches acknowledged, " << r.points_per_second
+            << " points/s; send->Ack p50 " << Percentile(l, 0.5) << " ms, p90 "
+            << Percentile(l, 0.9) << " ms, p99 " << Percentile(l, 0.99) << " ms, max "
+            << Percentile(l, 1.0) << " ms\n";
+}
+
+// True when `r` succeeded; otherwise prints why on stderr.
+bool Succeeded(const std::string& label, const ablate::bench::PacedResult& r) {
+  if (!r.ok) std::cerr << "watch_load_bench: " << label << " failed, no figures: " << r.why << "\n";
+  return r.ok;
+}
+
+// The runs a page shows: a sweep page (/api/live/sweeps/<id>?...) its sweep's, a run page 1.
+int RunsShown(const std::string& path, const std::map<int64_t, int>& runs_of_sweep) {
+  const std::string prefix = "/api/live/sweeps/";
+  if (path.rfind(prefix, 0) != 0) return 1;
+  auto it = runs_of_sweep.find(std::stoll(path.substr(prefix.size())));
+  return it == runs_of_sweep.end() ? 0 : it->second;
 }
 
 void PrintPages(const std::string& label, const std::vector<ablate::bench::SseClientStats>& all,
-                bool sweep_pages, int runs, int steps) {
+                bool sweep_pages, const std::map<int64_t, int>& runs_of_sweep, int steps) {
   std::vector<double> lags;
   int n = 0, ok = 0, ready = 0, complete = 0, refused = 0;
   int64_t bytes = 0, messages = 0;
@@ -149,7 +163,7 @@ void PrintPages(const std::string& label, const std::vector<ablate::bench::SseCl
     lags.insert(lags.end(), s.lag_ms.begin(), s.lag_ms.end());
     int full = 0;
     for (const auto& [run, step] : s.last_step) full += step == steps - 1;
-    complete += full == (sweep_pages ? runs : 1);
+    complete += full == RunsShown(s.path, runs_of_sweep);
   }
   if (n == 0) return;
   std::cout << "  " << label << ": " << n << " opened, " << ok << " answered 200, " << refused
@@ -189,13 +203,14 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<Watcher>> watchers;
   Clock::time_point readers_ready;
   bool pages_ready = false;
-  auto attach = [&](int64_t sweep_id, const std::vector<int64_t>& run_ids) {
+  auto attach = [&](const std::vector<int64_t>& sweep_ids, const std::vector<int64_t>& run_ids) {
     std::vector<std::string> paths;
     for (int i = 0; i < c.pages; ++i) {
-      paths.push_back(i < c.sweep_pages
-                          ? "/api/live/sweeps/" + std::to_string(sweep_id) +
-                                "?series=train_loss,val_loss"
-                          : "/api/live/runs/" + std::to_string(run_ids[size_t(i) % run_ids.size()]));
+      paths.push_back(
+          i < c.sweep_pages
+              ? "/api/live/sweeps/" + std::to_string(sweep_ids[size_t(i) % sweep_ids.size()]) +
+                    "?series=train_loss,val_loss"
+              : "/api/live/runs/" + std::to_string(run_ids[size_t(i) % run_ids.size()]));
     }
     Progress("phase 2: every run started; opening " + std::to_string(paths.size()) +
              " live pages");
@@ -207,6 +222,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < c.watchers; ++i) {
       watchers.push_back(std::make_unique<Watcher>());
       Watcher& w = *watchers.back();
+      int64_t sweep_id = sweep_ids[size_t(i) % sweep_ids.size()];
       w.thread = std::thread([&coord, sweep_id, &w] { Watch(coord, sweep_id, w); });
     }
     auto deadline = Clock::now() + std::chrono::seconds(60);
@@ -235,12 +251,18 @@ int main(int argc, char** argv) {
     w->thread.join();
   }
   if (pages) pages->Stop();
+  if (!Succeeded("runs alone", alone) || !Succeeded("runs with readers", loaded)) return 1;
+  std::map<int64_t, int> runs_of_sweep;
+  std::vector<int> sizes = ablate::bench::SweepSizes(c.load.runs());
+  for (size_t k = 0; k < loaded.sweep_ids.size(); ++k)
+    runs_of_sweep[loaded.sweep_ids[k]] = sizes[k];
 
   std::cout << c.load.runs() << " runs (" << c.load.workers << " workers x " << c.load.slots
             << " CPU slots), 1 point per MetricBatch at " << c.load.steps_per_second
-            << " steps/s per run for " << c.load.seconds << " s; readers: " << c.pages
-            << " live pages (" << c.sweep_pages << " sweep pages, " << c.pages - c.sweep_pages
-            << " run pages), " << c.watchers << " WatchSweep streams\n";
+            << " steps/s per run for " << c.load.seconds << " s, " << loaded.sweep_ids.size()
+            << " sweeps, every run succeeded; readers: " << c.pages << " live pages ("
+            << c.sweep_pages << " sweep pages, " << c.pages - c.sweep_pages << " run pages), "
+            << c.watchers << " WatchSweep streams\n";
   std::cout << "ingest (MetricBatch send -> Ack):\n";
   PrintIngest("alone       ", alone);
   PrintIngest("with readers", loaded);
@@ -256,8 +278,8 @@ int main(int argc, char** argv) {
   std::cout << "readers attached in " << Ms(readers_ready - t_attach) / 1000 << " s (from submit; "
             << (pages_ready ? "every page ready" : "NOT every page ready") << ")\n";
   if (pages) {
-    PrintPages("sweep pages", pages->stats(), true, c.load.runs(), c.load.steps());
-    PrintPages("run pages  ", pages->stats(), false, c.load.runs(), c.load.steps());
+    PrintPages("sweep pages", pages->stats(), true, runs_of_sweep, c.load.steps());
+    PrintPages("run pages  ", pages->stats(), false, runs_of_sweep, c.load.steps());
   }
   std::vector<double> end_lag;
   int ok = 0;
@@ -275,5 +297,5 @@ int main(int argc, char** argv) {
             << " ms, p99 " << Percentile(end_lag, 0.99) << " ms, max " << Percentile(end_lag, 1.0)
             << " ms\n";
   std::cout << "load average at end: " << LoadAverage() << "\n";
-  return alone.ok && loaded.ok ? 0 : 1;
+  return 0;
 }

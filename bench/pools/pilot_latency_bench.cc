@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "tests/util/slurm_cluster.h"
@@ -72,8 +73,9 @@ class Bench {
         root_);
   }
 
-  // Submits a two-run sweep (on the pool or not) and waits for both runs.
-  Latency Measure(const std::string& name, bool pool) {
+  // Submits a two-run sweep (on the pool or not) and waits for both runs; nullopt (with *error)
+  // when they did not both end RUN_SUCCEEDED within 300 s: no latency is taken from such runs.
+  std::optional<Latency> Measure(const std::string& name, bool pool, std::string* error) {
     WriteFile(root_ + "/spec.yaml",
               "name: " + name +
                   "\nbaseline: {preset: r9-shortcuts, scale: tiny, set: {num_iterations: 10, "
@@ -83,19 +85,24 @@ class Bench {
     const std::string id = std::to_string(Int(sweep["sweep"]["id"]));
     const int64_t created = Int(sweep["sweep"]["created_ms"]);
     json runs;
+    int done = 0;
     for (int i = 0; i < 3000; ++i) {
       runs = Json({"runs", "--sweep", id});
-      int done = 0;
+      done = 0;
       const json list = runs.is_object() ? runs.value("runs", json::array()) : json::array();
       for (const json& r : list) done += r.value("state", std::string()) == "RUN_SUCCEEDED";
       if (done == 2) break;
       std::this_thread::sleep_for(100ms);
     }
+    if (done != 2) {
+      *error = "sweep " + name + ": " + std::to_string(done) +
+               " of 2 runs succeeded within 300 s; runs: " + runs.dump();
+      return std::nullopt;
+    }
     std::vector<std::pair<int64_t, int64_t>> spans;  // started, finished
     for (const json& r : runs["runs"]) spans.push_back({Int(r["started_ms"]), Int(r["finished_ms"])});
     std::sort(spans.begin(), spans.end());
-    if (spans.size() != 2) return {};
-    return {double(spans[0].first - created), double(spans[1].first - spans[0].second)};
+    return Latency{double(spans[0].first - created), double(spans[1].first - spans[0].second)};
   }
 
   ~Bench() {
@@ -138,7 +145,12 @@ int main(int argc, char** argv) {
   // (idle_exit 30 s), so the median mixes both: the per-repetition lines say which is which.
   std::vector<double> pilot_start, pilot_gap, bare_start, bare_gap;
   for (int i = 0; i < reps; ++i) {
-    Latency pilot = bench.Measure("pilot-" + std::to_string(i), true);
+    std::optional<Latency> got = bench.Measure("pilot-" + std::to_string(i), true, &error);
+    if (!got) {
+      std::fprintf(stderr, "pilot_latency_bench: no figures: %s\n", error.c_str());
+      return 1;
+    }
+    const Latency& pilot = *got;
     std::printf("pilot %d: submit -> first start %7.0f ms, end -> next start (warm) %6.0f ms\n",
                 i, pilot.submit_to_start_ms, pilot.end_to_next_start_ms);
     pilot_start.push_back(pilot.submit_to_start_ms);
@@ -146,7 +158,12 @@ int main(int argc, char** argv) {
   }
   bench.StartBareWorker();
   for (int i = 0; i < reps; ++i) {
-    Latency bare = bench.Measure("bare-" + std::to_string(i), false);
+    std::optional<Latency> got = bench.Measure("bare-" + std::to_string(i), false, &error);
+    if (!got) {
+      std::fprintf(stderr, "pilot_latency_bench: no figures: %s\n", error.c_str());
+      return 1;
+    }
+    const Latency& bare = *got;
     std::printf("bare  %d: submit -> first start %7.0f ms, end -> next start        %6.0f ms\n",
                 i, bare.submit_to_start_ms, bare.end_to_next_start_ms);
     bare_start.push_back(bare.submit_to_start_ms);

@@ -9,6 +9,9 @@
 //     worker's SnapshotCache fetching it over WorkerService.GetSnapshot, checking its hash and
 //     writing it; target < 200 ms together. Ratio: the same submit without a script (a preset).
 //
+// Every unit timed must succeed (the child started and every line became a point; every submit
+// accepted, every fetch done): otherwise the bench prints why, no figures, and exits 1.
+//
 //   build/bench/script_bench [--lines N] [--repeats R]
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
@@ -41,7 +44,8 @@ double CpuSeconds() {
          double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-// Runs `awk_program` as a supervised child; returns this process's CPU seconds per line.
+// Runs `awk_program` as a supervised child; returns this process's CPU seconds per line, or -1
+// (printed) when the child did not start or fewer points than lines came through.
 double SupervisedCpuPerLine(const std::string& dir, const std::string& awk_program, int lines,
                             bool script) {
   worker::RunSpec spec;
@@ -64,15 +68,22 @@ double SupervisedCpuPerLine(const std::string& dir, const std::string& awk_progr
   double before = CpuSeconds();
   {
     worker::RunSupervisor supervisor(spec, callbacks);
-    if (!supervisor.Start().ok()) return -1;
+    if (absl::Status st = supervisor.Start(); !st.ok()) {
+      std::fprintf(stderr, "the child did not start: %s\n", st.ToString().c_str());
+      return -1;
+    }
     supervisor.Wait(std::chrono::minutes(5));
   }
   double cpu = CpuSeconds() - before;
-  if (points < lines - 1) std::fprintf(stderr, "only %lld points of %d lines\n", (long long)points, lines);
+  if (points < lines - 1) {  // the parser holds the last point back until the next line
+    std::fprintf(stderr, "only %lld points of %d lines\n", (long long)points, lines);
+    return -1;
+  }
   return cpu / lines;
 }
 
-void OutputCost(int lines) {
+// False (printed) when a child failed.
+bool OutputCost(int lines) {
   testing::TempDir dir;
   const std::string n = std::to_string(lines);
   const std::string nanogpt =
@@ -88,6 +99,10 @@ void OutputCost(int lines) {
       "4.0-i/1e6, i*130, i*524288}}";
   double script = SupervisedCpuPerLine(dir.path() + "/script", nanogpt, lines, true);
   double trainer = SupervisedCpuPerLine(dir.path() + "/trainer", events, lines, false);
+  if (script < 0 || trainer < 0) {
+    std::fprintf(stderr, "script_bench: a supervised child failed, no figures for stdout cost\n");
+    return false;
+  }
   std::printf("stdout of a script, %d lines through RunSupervisor + Batcher (worker CPU only):\n",
               lines);
   std::printf("  modded-nanogpt lines (script path):   %.2f us/line\n", script * 1e6);
@@ -95,13 +110,15 @@ void OutputCost(int lines) {
   std::printf("  ratio script/baseline:                %.2f\n", script / trainer);
   std::printf("  share of one core at 50 lines/s:      %.4f%% (target < 1%%)\n",
               script * 50 * 100);
+  return true;
 }
 
 std::string Spec(bool with_script) {
   return with_script ? "name: snap\nbaseline: {script: big.py}\ndataset: bench\ngpus_per_run: 0\n"
-                     : BenchSweepSpec("plain", 1);
+                     : BenchSweepSpec("plain", 1, 1);
 }
 
+// The SubmitSweep's milliseconds; -1 (printed) when it was refused.
 double SubmitMs(v1::AblateService::Stub& stub, bool with_script, const std::string& content) {
   v1::SubmitSweepRequest req;
   req.set_spec_yaml(Spec(with_script));
@@ -118,15 +135,19 @@ double SubmitMs(v1::AblateService::Stub& stub, bool with_script, const std::stri
   auto t0 = Clock::now();
   grpc::Status s = stub.SubmitSweep(&ctx, req, &resp);
   double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  if (!s.ok()) std::fprintf(stderr, "submit: %s\n", s.error_message().c_str());
+  if (!s.ok()) {
+    std::fprintf(stderr, "submit: %s\n", s.error_message().c_str());
+    return -1;
+  }
   return ms;
 }
 
-void SnapshotCost(int repeats) {
+// False (printed) when the coordinator did not start or any submit or fetch failed.
+bool SnapshotCost(int repeats) {
   CoordinatorProcess coordinator(ABLATE_COORDINATOR_BIN);
   if (!coordinator.ok()) {
     std::fprintf(stderr, "coordinator did not start\n");
-    return;
+    return false;
   }
   auto stub = v1::AblateService::NewStub(coordinator.NewChannel());
   grpc::ChannelArguments args;
@@ -142,6 +163,10 @@ void SnapshotCost(int repeats) {
     for (size_t k = 80; k < content.size(); k += 81) content[k] = '\n';
     upload.push_back(SubmitMs(*stub, true, content));
     plain.push_back(SubmitMs(*stub, false, ""));
+    if (upload.back() < 0 || plain.back() < 0) {
+      std::fprintf(stderr, "script_bench: a SubmitSweep was refused, no snapshot figures\n");
+      return false;
+    }
     const std::string hash = SnapshotHash({{"big.py", content, false}});
     testing::TempDir work;
     worker::SnapshotCache snapshots(work.path() + "/snapshots", [&](const std::string& h) {
@@ -159,7 +184,12 @@ void SnapshotCost(int repeats) {
     bool fetched = false;
     absl::StatusOr<Snapshot> got = snapshots.Get(hash, &fetched);
     cache.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    if (!got.ok() || !fetched) std::fprintf(stderr, "fetch failed: %s\n", got.status().ToString().c_str());
+    if (!got.ok() || !fetched) {
+      std::fprintf(
+          stderr, "script_bench: fetch failed, no snapshot figures: %s\n",
+          got.ok() ? "served from the cache, not fetched" : got.status().ToString().c_str());
+      return false;
+    }
   }
   // What one SHA-256 of the 1 MB costs (the coordinator hashes at submit, the worker at fetch).
   std::vector<double> hashing;
@@ -180,6 +210,7 @@ void SnapshotCost(int repeats) {
               Percentile(hashing, 0.5));
   std::printf("  upload + cached on the worker:                     %.1f ms (target < 200 ms)\n",
               up + c);
+  return true;
 }
 
 }  // namespace
@@ -191,7 +222,6 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--lines") == 0) lines = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--repeats") == 0) repeats = std::atoi(argv[i + 1]);
   }
-  ablate::bench::OutputCost(lines);
-  ablate::bench::SnapshotCost(repeats);
-  return 0;
+  if (!ablate::bench::OutputCost(lines)) return 1;
+  return ablate::bench::SnapshotCost(repeats) ? 0 : 1;
 }

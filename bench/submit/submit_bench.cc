@@ -2,6 +2,8 @@
 // real ablate-coordinator process with a SQLite file. Prints wall times and their ratios against
 // two baselines measured in the same run: a dry run of the same spec (parse + expand + RPC, no
 // storage) and a one-run sweep (fixed RPC and transaction cost).
+// A refused submit, or one that expands to another number of runs than the spec's (2,000 and 1),
+// stops the bench with a non-zero exit and no figures.
 // Usage: submit_bench [repetitions]
 #include <grpcpp/grpcpp.h>
 
@@ -80,6 +82,11 @@ int main(int argc, char** argv) {
     dry.push_back(SubmitMs(*stub, GridSpec("grid-" + std::to_string(r), 20, 5), true, &runs));
     full.push_back(SubmitMs(*stub, GridSpec("grid-" + std::to_string(r), 20, 5), false, &runs));
     one.push_back(SubmitMs(*stub, GridSpec("one-" + std::to_string(r), 1, 1), false, &one_runs));
+    if (runs != 2000 || one_runs != 1) {
+      std::cerr << "submit_bench: the grid expanded to " << runs << " runs (2000 expected) and the "
+                << "1-run sweep to " << one_runs << "; no figures\n";
+      return 1;
+    }
   }
   double f = Median(full), d = Median(dry), o = Median(one);
   std::cout << "submit of a " << runs << "-run grid sweep, median of " << reps << ":\n"
