@@ -370,7 +370,7 @@ class HostileWorkerTest(unittest.TestCase):
         import grpc
         H = self.v1.Hello
         cases = [
-            (H(worker_id="w" * (5 << 20), cpu_slots=1), "Hello.worker_id is 5242880 bytes"),
+            (H(worker_id="w" * (3 << 20), cpu_slots=1), "Hello.worker_id is 3145728 bytes"),
             (H(worker_id="w\x1b[2J", cpu_slots=1), "Hello.worker_id has byte 0x1b"),
             (H(worker_id="w\nroot", cpu_slots=1), "Hello.worker_id has byte 0xa"),
             (H(worker_id="w-rtl", host="evil\u202ecom", cpu_slots=1),
@@ -391,6 +391,15 @@ class HostileWorkerTest(unittest.TestCase):
                 self.assertIn(says, refused.exception.details())
             finally:
                 s.close()
+        # Past the 4 MiB message limit the transport refuses the Hello before it is parsed.
+        s = WorkerStream(self.channel, self.v1)
+        try:
+            s.send(hello=H(worker_id="w" * (5 << 20), cpu_slots=1))
+            with self.assertRaises(grpc.RpcError) as refused:
+                s.next()
+            self.assertEqual(refused.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        finally:
+            s.close()
         with self.db() as db:
             ids = [r[0] for r in db.execute("SELECT id FROM workers")]
         self.assertTrue(set(ids) <= {"hostile", "thief"}, ids)
