@@ -91,7 +91,8 @@ class Journey:
 
     def start_up(self, command, where):
         log = open(os.path.join(self.root, "up.log"), "w")
-        self.up = subprocess.Popen(command, shell=True, cwd=self.cwd, env=self.env, stdout=log,
+        # exec: the signal below reaches `ablate up` itself, not a shell around it.
+        self.up = subprocess.Popen("exec " + command, shell=True, cwd=self.cwd, env=self.env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
         server = os.path.join(self.home, ".local/share/ablate/server")
         deadline = time.monotonic() + 60
@@ -132,12 +133,12 @@ class Journey:
 
     def stop(self):
         if self.up and self.up.poll() is None:
-            os.killpg(self.up.pid, signal.SIGTERM)
+            os.killpg(self.up.pid, signal.SIGINT)  # Ctrl-C, as the README says
             try:
                 self.up.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(self.up.pid, signal.SIGKILL)
-                self.fail("ablate up", "did not stop within 30 s of SIGTERM")
+                self.fail("ablate up", "did not stop within 30 s of Ctrl-C (SIGINT)")
             if self.up.returncode not in (0, None):
                 self.fail("ablate up", f"exited {self.up.returncode}: " + self.up_log())
 
