@@ -328,8 +328,7 @@ int SweepCommand(Client& c, int64_t id) {
             << FormatTimestampMs(sw.finished_ms()) << "\n\n";
   Table t({"#", "VARIANT", "HASH", "DIFF VS BASELINE"});
   for (const v1::Variant& v : sw.variants()) {
-    t.AddRow({std::to_string(v.index()), v.name(), v.config_hash().substr(0, 12),
-              DiffSummary(v)});
+    t.AddRow({std::to_string(v.index()), v.name(), v.config_hash().substr(0, 12), DiffSummary(v)});
   }
   t.Print(std::cout);
   PrintRunOrder(sw, std::cout);

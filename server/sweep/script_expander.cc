@@ -191,8 +191,8 @@ bool ScriptExpander::CheckProcesses(const J& script, const ScriptSettings& own) 
   return false;
 }
 
-void ScriptExpander::AddVariant(const std::string& name, const J& config,
-                                const ScriptSettings& s, bool same_work) {
+void ScriptExpander::AddVariant(const std::string& name, const J& config, const ScriptSettings& s,
+                                bool same_work) {
   std::string hash = ConfigHash(config);
   std::string problem;
   if (name != "baseline" && hash == baseline_hash_) {

@@ -24,9 +24,9 @@ constexpr std::string_view kSeedsKeys[] = {"min", "max"};
 constexpr std::string_view kBaselineKeys[] = {"preset",     "scale",     "set",       "script",
                                               "launch",     "command",   "args",      "env",
                                               "log_format", "data_link", "processes", "record"};
-constexpr std::string_view kAblationKeys[] = {"name",       "set",       "script",   "launch",
-                                              "command",    "args",      "env",      "log_format",
-                                              "data_link",  "processes", "same_work"};
+constexpr std::string_view kAblationKeys[] = {"name",      "set",       "script",   "launch",
+                                              "command",   "args",      "env",      "log_format",
+                                              "data_link", "processes", "same_work"};
 // Bounds on what one spec may list; with aliases (*x) a small text can name big structures,
 // so the reader checks sizes before walking them.
 constexpr size_t kMaxMapKeys = 64;

@@ -466,16 +466,13 @@ ablations:
 )";
 
 TEST_F(ScriptE2eTest, SequentialSeedsStopADecidedScriptAblationEarly) {
-  fs::copy_file(ABLATE_SOURCE_DIR "/tests/e2e/scripts/fake_speedrun.py",
-                Spec("fake_speedrun.py"));
+  fs::copy_file(ABLATE_SOURCE_DIR "/tests/e2e/scripts/fake_speedrun.py", Spec("fake_speedrun.py"));
   StartWorker("w", /*allow_scripts=*/true, /*cpu_slots=*/2);
   Submit(kSequentialSweep);
-  json sweep = cli_.WaitFor({"sweep", "1"},
-                            [](const json& s) {
-                              return s["state"] == "SWEEP_SUCCEEDED" ||
-                                     s["state"] == "SWEEP_FAILED";
-                            },
-                            120s);
+  json sweep = cli_.WaitFor(
+      {"sweep", "1"},
+      [](const json& s) { return s["state"] == "SWEEP_SUCCEEDED" || s["state"] == "SWEEP_FAILED"; },
+      120s);
   ASSERT_EQ(sweep["state"], "SWEEP_SUCCEEDED") << sweep.dump(1);
   // Every seed up to max was stored; only seeds 0 and 1 of each variant ran.
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 12);

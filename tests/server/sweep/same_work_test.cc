@@ -39,11 +39,11 @@ std::map<std::string, bool> Grouping(const std::vector<Variant>& variants) {
 TEST(SameWorkTest, ScriptVariantsDoTheBaselinesWorkOnlyWhenDeclared) {
   absl::StatusOr<ExpandedSweep> e = ParseSweepSpec(kScriptSpec, "s.yaml", Uploads());
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(Grouping(e->variants), (std::map<std::string, bool>{
-                                       {"baseline", true},
-                                       {"lr-2", true},    // declared
-                                       {"lr-3", false},   // args changed, nothing declared
-                                       {"lr-4", false}}));  // declared not
+  EXPECT_EQ(Grouping(e->variants),
+            (std::map<std::string, bool>{{"baseline", true},
+                                         {"lr-2", true},      // declared
+                                         {"lr-3", false},     // args changed, nothing declared
+                                         {"lr-4", false}}));  // declared not
 }
 
 TEST(SameWorkTest, KnobVariantsFollowTheirKnobs) {
@@ -108,9 +108,9 @@ TEST(SameWorkTest, TheStoreKeepsTheDeclarationAndTheConfoundCheckTestsIt) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->confound().tested()) << c->confound().message();
   EXPECT_TRUE(c->confound().confounded()) << c->confound().message();
-  EXPECT_EQ(std::vector<std::string>(c->confound().variants().begin(),
-                                     c->confound().variants().end()),
-            (std::vector<std::string>{"baseline", "lr-2"}));
+  EXPECT_EQ(
+      std::vector<std::string>(c->confound().variants().begin(), c->confound().variants().end()),
+      (std::vector<std::string>{"baseline", "lr-2"}));
 }
 
 // Without the declaration a script sweep's check has the baseline alone and tests nothing.

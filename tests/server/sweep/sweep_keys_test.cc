@@ -192,7 +192,8 @@ struct AblationKeyCase {
 const std::map<std::string, AblationKeyCase>& AblationCases() {
   static const auto* cases = new std::map<std::string, AblationKeyCase>{
       {"name",
-       {"{name: other, set: {logit_softcap: 15}}", "{name: other, args: [\"--lr\", \"2\"]}",
+       {"{name: other, set: {logit_softcap: 15}}",
+        "{name: other, args: [\"--lr\", \"2\"]}",
         {"variants"}}},
       {"same_work",
        {"{name: a, set: {logit_softcap: 15}, same_work: true}",
@@ -240,11 +241,11 @@ TEST(SweepKeysTest, BothKindsHonourEveryAblationKeyOrTheBuiltInKindRefusesIt) {
       if (!script && key.use == AblationKeyUse::kScriptOnly) {
         ASSERT_FALSE(with.ok()) << "a built-in sweep accepted " << text;
         const size_t column = text.find(name + ": ") + name.size() + 3;  // 1-based, the value
-        EXPECT_NE(with.status().message().find(
-                      "s.yaml:" + std::to_string(line) + ":" + std::to_string(column) +
-                      ": ablations[0]." + name + ": not for a built-in sweep: " +
-                      std::string(key.why)),
-                  std::string_view::npos)
+        EXPECT_NE(
+            with.status().message().find("s.yaml:" + std::to_string(line) + ":" +
+                                         std::to_string(column) + ": ablations[0]." + name +
+                                         ": not for a built-in sweep: " + std::string(key.why)),
+            std::string_view::npos)
             << with.status();
         continue;
       }
@@ -257,10 +258,11 @@ TEST(SweepKeysTest, BothKindsHonourEveryAblationKeyOrTheBuiltInKindRefusesIt) {
 // same_work is a declaration, nothing else: the variant runs exactly as without it.
 TEST(SweepKeysTest, SameWorkMarksTheScriptVariantAndChangesNothingItRuns) {
   const std::string plain = AblationsLine(SweepKind::kScript, "{name: a, args: [\"--lr\", \"2\"]}");
-  absl::StatusOr<ExpandedSweep> without = Expand(SpecWith(SweepKind::kScript, "ablations", plain, nullptr));
-  absl::StatusOr<ExpandedSweep> with = Expand(SpecWith(
-      SweepKind::kScript, "ablations",
-      AblationsLine(SweepKind::kScript, AblationCases().at("same_work").script), nullptr));
+  absl::StatusOr<ExpandedSweep> without =
+      Expand(SpecWith(SweepKind::kScript, "ablations", plain, nullptr));
+  absl::StatusOr<ExpandedSweep> with = Expand(
+      SpecWith(SweepKind::kScript, "ablations",
+               AblationsLine(SweepKind::kScript, AblationCases().at("same_work").script), nullptr));
   absl::StatusOr<ExpandedSweep> declined = Expand(SpecWith(
       SweepKind::kScript, "ablations",
       AblationsLine(SweepKind::kScript, "{name: a, args: [\"--lr\", \"2\"], same_work: false}"),
@@ -278,10 +280,11 @@ TEST(SweepKeysTest, SameWorkMarksTheScriptVariantAndChangesNothingItRuns) {
     EXPECT_FALSE(declined->variants[i].same_work);
   }
   EXPECT_EQ(marks, (std::vector<bool>{false, true, false})) << "baseline, a, b";
-  absl::StatusOr<ExpandedSweep> bad = Expand(SpecWith(
-      SweepKind::kScript, "ablations",
-      AblationsLine(SweepKind::kScript, "{name: a, args: [\"--lr\", \"2\"], same_work: yes please}"),
-      nullptr));
+  absl::StatusOr<ExpandedSweep> bad =
+      Expand(SpecWith(SweepKind::kScript, "ablations",
+                      AblationsLine(SweepKind::kScript,
+                                    "{name: a, args: [\"--lr\", \"2\"], same_work: yes please}"),
+                      nullptr));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("ablations[0].same_work: "), std::string_view::npos)
       << bad.status();
