@@ -48,9 +48,9 @@ TEST(SameWorkTest, ScriptVariantsDoTheBaselinesWorkOnlyWhenDeclared) {
 
 TEST(SameWorkTest, KnobVariantsFollowTheirKnobs) {
   absl::StatusOr<ExpandedSweep> e = ParseSweepSpec(R"(name: knobs
-baseline: {preset: r9-shortcuts, scale: tiny}
+baseline: {preset: r20-sub3min, scale: tiny}
 ablations:
-  - {name: eps, set: {adam.eps: 1.0e-10}}
+  - {name: eps, set: {adam.eps: 1.0e-8}}
   - {name: no-unet, set: {unet_skips: false}}
 )",
                                                    "s.yaml");
@@ -59,7 +59,7 @@ ablations:
             (std::map<std::string, bool>{{"baseline", true}, {"eps", true}, {"no-unet", false}}));
   // A declaration that contradicts the knobs cannot be made.
   absl::StatusOr<ExpandedSweep> bad = ParseSweepSpec(R"(name: knobs
-baseline: {preset: r9-shortcuts, scale: tiny}
+baseline: {preset: r20-sub3min, scale: tiny}
 ablations:
   - {name: no-unet, set: {unet_skips: false}, same_work: true}
 )",
