@@ -74,6 +74,13 @@ std::string DiffSummary(const std::string& diff_json) {
   return out;
 }
 
+// DiffSummary, and for a script ablation declared `same_work: true`, that declaration.
+std::string DiffSummary(const v1::Variant& v) {
+  std::string out = DiffSummary(v.diff_json());
+  if (v.same_work()) out += " (declared: same work per step)";
+  return out;
+}
+
 // The last `n` lines of `text`.
 std::string LastLines(const std::string& text, int n) {
   size_t pos = text.size();
@@ -98,7 +105,7 @@ void PrintScript(Client& c, const v1::Run& r) {
   if (!c.stub().GetSweep(c.Context().get(), req, &sw).ok()) return;
   for (const v1::Variant& v : sw.variants()) {
     if (v.id() != r.variant_id()) continue;
-    std::cout << "diff vs baseline: " << DiffSummary(v.diff_json()) << "\n";
+    std::cout << "diff vs baseline: " << DiffSummary(v) << "\n";
     std::string text = ScriptDiffText(v.diff_json());
     if (!text.empty()) std::cout << text << (text.back() == '\n' ? "" : "\n");
   }
@@ -229,7 +236,7 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   for (const std::string& note : resp.notes()) std::cout << "note: " << note << "\n";
   Table t({"VARIANT", "HASH", "DIFF VS BASELINE"});
   for (const v1::Variant& v : sw.variants()) {
-    t.AddRow({v.name(), v.config_hash().substr(0, 12), DiffSummary(v.diff_json())});
+    t.AddRow({v.name(), v.config_hash().substr(0, 12), DiffSummary(v)});
   }
   t.Print(std::cout);
   PrintRunOrder(sw, std::cout);
@@ -321,8 +328,7 @@ int SweepCommand(Client& c, int64_t id) {
             << FormatTimestampMs(sw.finished_ms()) << "\n\n";
   Table t({"#", "VARIANT", "HASH", "DIFF VS BASELINE"});
   for (const v1::Variant& v : sw.variants()) {
-    t.AddRow({std::to_string(v.index()), v.name(), v.config_hash().substr(0, 12),
-              DiffSummary(v.diff_json())});
+    t.AddRow({std::to_string(v.index()), v.name(), v.config_hash().substr(0, 12), DiffSummary(v)});
   }
   t.Print(std::cout);
   PrintRunOrder(sw, std::cout);

@@ -27,7 +27,9 @@ bool IsTerminal(RunState s);
 
 // One named config of a sweep: the baseline (index 0, name "baseline") or an ablation / grid
 // point. `config_json` is canonical (trainer/config/knob_schema.h); `diff_json` is
-// ConfigDiff(baseline, config) as JSON text ("{}" for the baseline).
+// ConfigDiff(baseline, config) as JSON text ("{}" for the baseline). `same_work`: the
+// researcher declared (`same_work: true`, script ablations only, server/sweep/sweep_spec.h) that
+// this variant does the baseline's work per step, so the confound check tests its ms/step.
 struct Variant {
   int64_t id = 0;
   int64_t sweep_id = 0;
@@ -36,6 +38,7 @@ struct Variant {
   std::string config_json;
   std::string config_hash;
   std::string diff_json;
+  bool same_work = false;
 };
 
 // A submitted sweep. `spec_yaml` is the text the researcher wrote, kept verbatim.

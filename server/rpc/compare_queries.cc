@@ -199,20 +199,6 @@ absl::StatusOr<SweepRows> LoadSweepRows(const Store& store, int64_t sweep_id) {
   return out;
 }
 
-// Whether `v` does the baseline's work per step: every knob it changes leaves a step alone.
-bool DoesBaselineWork(const Variant& v) {
-  const nlohmann::json diff = nlohmann::json::parse(v.diff_json, nullptr, false);
-  if (!diff.is_object()) return false;
-  for (auto it = diff.begin(); it != diff.end(); ++it) {
-    const nlohmann::json& change = it.value();
-    if (!change.is_object() || ChangesStepWork(it.key(), change.value("from", nlohmann::json()),
-                                               change.value("to", nlohmann::json()))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 void FillConfound(const ConfoundCheck& c, v1::ConfoundCheck* out) {
   out->set_tested(c.test.has_value());
   out->set_confounded(c.confounded);
@@ -432,6 +418,20 @@ absl::StatusOr<v1::ExportedRun> ExportRun(const Store& store, const Run& run,
 }
 
 }  // namespace
+
+bool DoesBaselineWork(const Variant& v) {
+  if (v.same_work) return true;
+  const nlohmann::json diff = nlohmann::json::parse(v.diff_json, nullptr, false);
+  if (!diff.is_object()) return false;
+  for (auto it = diff.begin(); it != diff.end(); ++it) {
+    const nlohmann::json& change = it.value();
+    if (!change.is_object() || ChangesStepWork(it.key(), change.value("from", nlohmann::json()),
+                                               change.value("to", nlohmann::json()))) {
+      return false;
+    }
+  }
+  return true;
+}
 
 RunOutcome ToOutcome(const Run& run) {
   RunOutcome o;

@@ -31,8 +31,9 @@
 //
 // Blocks, the split and the confound check (CompareSweep): each variant carries steps to target
 // and ms/step beside time, with their deltas and verdicts against the baseline, and its runs'
-// nodes and hardware in dispatch order. The baseline and the ablations that change only knobs
-// that leave a step's work alone (StepWork) are checked for equal ms/step
+// nodes and hardware in dispatch order. The baseline and the ablations that do its work per step
+// (DoesBaselineWork: only knobs that leave a step's work alone, StepWork, or a script ablation
+// declared `same_work: true`) are checked for equal ms/step
 // (server/stats/confound.h); when they differ, every ablation's time verdict is
 // kConfoundedTimeVerdict and its combined verdict "confounded; steps: ...". A sequential sweep's
 // time verdicts are its stopping rule's (server/stats/sequential_rule.h).
@@ -57,6 +58,13 @@ namespace ablate {
 // What the statistics need of a stored run: seed and summary (final val loss in nats,
 // time to target and mean step time in ms; the time only when the run reached the target).
 RunOutcome ToOutcome(const Run& run);
+
+// Whether variant `v` does its baseline's work per step, so that the confound check compares its
+// ms/step with the baseline's: declared so (`v.same_work`, a script ablation's `same_work: true`),
+// or every entry of its diff_json is a knob change that leaves a step's work alone
+// (trainer/config/step_work.h). A script variant's changes (script, args, env, ...) are not
+// knobs, so without the declaration it does not; neither does a variant whose diff is unreadable.
+bool DoesBaselineWork(const Variant& v);
 
 // Per-variant statistics of sweep `sweep_id`, baseline first, each ablation against the baseline,
 // with verdicts and the method paragraph.

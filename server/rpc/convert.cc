@@ -113,6 +113,7 @@ void ToProto(const Variant& in, v1::Variant* out) {
   out->set_config_json(in.config_json);
   out->set_config_hash(in.config_hash);
   out->set_diff_json(in.diff_json);
+  out->set_same_work(in.same_work);
 }
 
 void ToProto(const RunSummary& in, v1::RunSummary* out) {

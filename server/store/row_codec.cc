@@ -67,6 +67,7 @@ Variant ReadVariant(const Statement& row) {
   v.config_json = row.Text(4);
   v.config_hash = row.Text(5);
   v.diff_json = row.Text(6);
+  v.same_work = row.Int(7) != 0;
   return v;
 }
 

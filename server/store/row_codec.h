@@ -18,7 +18,7 @@ inline constexpr char kSweepColumns[] =
     "gpus_per_run, priority, max_concurrent, max_attempts, created_ms, finished_ms, seeds_min, "
     "order_seed, pool, checkpoint_every_ms";
 inline constexpr char kVariantColumns[] =
-    "id, sweep_id, idx, name, config_json, config_hash, diff_json";
+    "id, sweep_id, idx, name, config_json, config_hash, diff_json, same_work";
 // Selected FROM kRunFrom (runs r joined to their variant v).
 inline constexpr char kRunColumns[] =
     "r.id, r.sweep_id, r.variant_id, v.name, r.seed, r.state, r.attempts_used, "

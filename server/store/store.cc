@@ -80,11 +80,12 @@ absl::StatusOr<std::unordered_map<int64_t, int64_t>> InsertVariants(
   std::unordered_map<int64_t, int64_t> ids;
   STORE_ASSIGN_OR_RETURN(
       Statement stmt,
-      c.Prepare("INSERT INTO variants (sweep_id, idx, name, config_json, config_hash, diff_json) "
-                "VALUES (?, ?, ?, ?, ?, ?)"));
+      c.Prepare("INSERT INTO variants (sweep_id, idx, name, config_json, config_hash, diff_json, "
+                "same_work) VALUES (?, ?, ?, ?, ?, ?, ?)"));
   for (const Variant& v : variants) {
     stmt.Reset();
-    stmt.BindAll(sweep_id, v.index, v.name, v.config_json, v.config_hash, v.diff_json);
+    stmt.BindAll(sweep_id, v.index, v.name, v.config_json, v.config_hash, v.diff_json,
+                 int64_t{v.same_work ? 1 : 0});
     STORE_RETURN_IF_ERROR(stmt.Run());
     ids[v.index] = c.LastInsertId();
   }

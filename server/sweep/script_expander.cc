@@ -30,7 +30,8 @@ class ScriptExpander {
   bool CheckShape();
   std::optional<std::string> Resolve(const ScriptSettings& s);
   std::optional<J> Build(const ScriptSettings& own, const J* base);
-  void AddVariant(const std::string& name, const J& config, const ScriptSettings& s);
+  void AddVariant(const std::string& name, const J& config, const ScriptSettings& s,
+                  bool same_work = false);
   J Diff(const J& from, const J& to) const;
   bool CheckArgsPlace(const J& script, const ScriptSettings& own);
   bool CheckProcesses(const J& script, const ScriptSettings& own);
@@ -56,7 +57,9 @@ std::optional<double> ScriptExpander::Build() {
     if (a.name.empty()) continue;  // already reported
     J inherited = baseline_;
     inherited["script"].erase("record");  // the baseline's alone
-    if (std::optional<J> config = Build(a.script, &inherited)) AddVariant(a.name, *config, a.script);
+    if (std::optional<J> config = Build(a.script, &inherited)) {
+      AddVariant(a.name, *config, a.script, a.same_work.value_or(false));
+    }
   }
   if (errors_->size() != errors_before) return std::nullopt;
   return baseline_["target_val_loss"].get<double>();
@@ -188,8 +191,8 @@ bool ScriptExpander::CheckProcesses(const J& script, const ScriptSettings& own) 
   return false;
 }
 
-void ScriptExpander::AddVariant(const std::string& name, const J& config,
-                                const ScriptSettings& s) {
+void ScriptExpander::AddVariant(const std::string& name, const J& config, const ScriptSettings& s,
+                                bool same_work) {
   std::string hash = ConfigHash(config);
   std::string problem;
   if (name != "baseline" && hash == baseline_hash_) {
@@ -209,6 +212,7 @@ void ScriptExpander::AddVariant(const std::string& name, const J& config,
   v.config_hash = hash;
   // A diff of non-UTF-8 files is shown with U+FFFD for the bytes JSON cannot carry.
   v.diff_json = Diff(baseline_, config).dump(-1, ' ', false, J::error_handler_t::replace);
+  v.same_work = same_work;
   out_.variants.push_back(std::move(v));
 }
 

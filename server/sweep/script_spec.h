@@ -15,6 +15,8 @@
 //     record: "20"                  # baseline only: reproduces this row of the records table
 //   ablations:
 //     - {name: my-idea, script: train_gpt_myidea.py}   # any of the keys above but record
+//     - {name: lr-2x, args: [--lr, "0.02"], same_work: true}  # same_work (an ablation key,
+//       # sweep_keys.h kAblationEntryKeys): it does the baseline's work per step
 //
 // The files themselves come with the request (ScriptUploads): the CLI reads them next to the
 // spec; the coordinator never reads the client's file system.

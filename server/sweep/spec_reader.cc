@@ -24,9 +24,9 @@ constexpr std::string_view kSeedsKeys[] = {"min", "max"};
 constexpr std::string_view kBaselineKeys[] = {"preset",     "scale",     "set",       "script",
                                               "launch",     "command",   "args",      "env",
                                               "log_format", "data_link", "processes", "record"};
-constexpr std::string_view kAblationKeys[] = {"name",       "set",       "script",   "launch",
-                                              "command",    "args",      "env",      "log_format",
-                                              "data_link",  "processes"};
+constexpr std::string_view kAblationKeys[] = {"name",      "set",       "script",   "launch",
+                                              "command",   "args",      "env",      "log_format",
+                                              "data_link", "processes", "same_work"};
 // Bounds on what one spec may list; with aliases (*x) a small text can name big structures,
 // so the reader checks sizes before walking them.
 constexpr size_t kMaxMapKeys = 64;
@@ -342,7 +342,7 @@ void SpecReader::ReadAblation(const YAML::Node& node, size_t index) {
     return;
   }
   Entries e = CheckedEntries(node, path, kAblationKeys, errors_);
-  AblationSpec ablation{"", {}, PositionOf(node), path, {}};
+  AblationSpec ablation{"", {}, PositionOf(node), path, {}, std::nullopt, {}};
   ablation.script = ReadScriptSettings(node, path, /*baseline=*/false, errors_);
   for (const char* required : {"name", "set"}) {
     if (!e.count(required) && !(ablation.script.any() && std::string_view(required) == "set")) {
@@ -364,6 +364,10 @@ void SpecReader::ReadAblation(const YAML::Node& node, size_t index) {
     } else if (!ablation.name.empty()) {
       ablation_names_[ablation.name] = PositionOf(n).line;
     }
+  }
+  if (e.count("same_work")) {
+    ablation.same_work_position = PositionOf(e["same_work"].value);
+    ablation.same_work = ReadBool(e["same_work"].value, KeyPath(path, "same_work"), errors_);
   }
   if (e.count("set")) {
     ablation.set = ReadKnobSet(e["set"].value, KeyPath(path, "set"), errors_);

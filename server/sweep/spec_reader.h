@@ -26,6 +26,9 @@ struct AblationSpec {
   SpecPosition position;  // of the entry
   std::string path;       // "ablations[2]"
   ScriptSettings script;  // script keys (issue 14); any() is false for a knob ablation
+  // `same_work: true|false` (sweep_keys.h kAblationEntryKeys; script ablations only), and where.
+  std::optional<bool> same_work;
+  SpecPosition same_work_position;
 };
 
 // One key of `grid:`: a knob and the values it takes, validated, in spec order.

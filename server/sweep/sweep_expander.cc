@@ -220,6 +220,18 @@ void RefuseKeys(const ParsedSpec& spec, SweepKind kind, SpecErrors* errors) {
   }
 }
 
+// For a built-in sweep, the ablation keys only a script sweep honours (sweep_keys.h
+// kAblationEntryKeys), at the key's position.
+void RefuseAblationKeys(const ParsedSpec& spec, SweepKind kind, SpecErrors* errors) {
+  if (kind != SweepKind::kBuiltIn) return;
+  for (const AblationSpec& a : spec.ablations) {
+    if (!a.same_work) continue;
+    const AblationKey* key = FindAblationEntryKey("same_work");
+    errors->Add(a.same_work_position, KeyPath(a.path, "same_work"),
+                "not for a built-in sweep: " + std::string(key->why));
+  }
+}
+
 // True when a variant's script links the worker's dataset folder into its run folder.
 bool AnyDataLink(const std::vector<Variant>& variants) {
   for (const Variant& v : variants) {
@@ -316,6 +328,7 @@ std::optional<ExpandedSweep> ExpandSweep(const ParsedSpec& spec, std::string_vie
   const SweepKind kind = KindOf(spec);
   const size_t errors_before = errors->size();
   RefuseKeys(spec, kind, errors);
+  RefuseAblationKeys(spec, kind, errors);
   if (errors->size() != errors_before || !CheckSize(spec, errors)) return std::nullopt;
   ExpandedSweep out;
   std::optional<double> target =

@@ -56,6 +56,42 @@ inline constexpr SweepKey kSweepKeys[] = {
 
 inline constexpr size_t kNumSweepKeys = std::size(kSweepKeys);
 
+// Keys of one `ablations:` entry other than each kind's own (`set` for the built-in trainer, the
+// script keys of server/sweep/script_spec.h), and which kinds honour them. ExpandSweep refuses
+// a kScriptOnly key in a built-in sweep's ablation (at the key's file:line:column, with `why`);
+// tests/server/sweep/sweep_keys_test.cc walks this table too.
+enum class AblationKeyUse {
+  kBoth,        // the same meaning for both kinds
+  kScriptOnly,  // honoured by a script sweep; an error in a built-in sweep, with `why`
+};
+
+struct AblationKey {
+  std::string_view name;
+  AblationKeyUse use;
+  std::string_view why;  // kScriptOnly: why a built-in sweep refuses it
+};
+
+inline constexpr AblationKey kAblationEntryKeys[] = {
+    {"name", AblationKeyUse::kBoth, ""},
+    // `same_work: true`: the researcher declares that this script ablation does the baseline's
+    // work per step (same model, batch and sequence; e.g. only a learning rate or a schedule
+    // differs), so the confound check (server/stats/confound.h) tests its ms/step against the
+    // baseline's. ablate cannot see what a script computes, so without it every script ablation
+    // counts as changing a step's work and is left out of that check.
+    {"same_work", AblationKeyUse::kScriptOnly,
+     "the built-in trainer's ablations do the baseline's work per step or not as their knobs say "
+     "(trainer/config/step_work.h), so there is nothing to declare; same_work is for script "
+     "ablations, whose step work ablate cannot see"},
+};
+
+// The entry for `name` in kAblationEntryKeys, or nullptr.
+constexpr const AblationKey* FindAblationEntryKey(std::string_view name) {
+  for (const AblationKey& k : kAblationEntryKeys) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
 // The names of kSweepKeys, in table order (for the reader's unknown-key check).
 constexpr std::array<std::string_view, kNumSweepKeys> SweepKeyNames() {
   std::array<std::string_view, kNumSweepKeys> names{};

@@ -25,6 +25,12 @@
 //                                       # (refused for a script sweep: scripts keep their own)
 // Every top-level key and what it means for a script sweep: sweep_keys.h.
 //   ablations: [{name: softcap-30, set: {logit_softcap: 30}}]
+//   ablations: [{name: lr-2x, args: [--lr, "0.02"], same_work: true}]   # a script sweep's; the
+//                                       # script keys are in script_spec.h. same_work: true
+//                                       # declares that the ablation does the baseline's work
+//                                       # per step (the confound check then tests its ms/step;
+//                                       # default false; refused in a built-in sweep, whose
+//                                       # knobs say it: sweep_keys.h kAblationEntryKeys)
 //   grid: {muon.lr: [0.04, 0.05], logit_softcap: [15, 30]}   # variants "muon.lr=0.04,..."
 // `set` keys are knob names (trainer/config/knob_schema.h), dotted or nested.
 #ifndef ABLATE_SERVER_SWEEP_SWEEP_SPEC_H_

@@ -109,6 +109,33 @@ const Outcomes kDriftOutcomes = {
      {{2.1902, true, 18240, 60.8}, {2.1897, true, 18510, 61.7}, {2.1908, true, 18060, 60.2}}},
 };
 
+// A script sweep (issue 23): ablate cannot see a script's step work, so only the ablation declared
+// `same_work: true` joins the baseline in the confound check. Its steps are ~29% slower at the
+// same steps to target: the machine slowed down. The undeclared ablation is slower still, and
+// rightly out of the check (it may train a bigger model).
+constexpr const char* kScriptSpec = R"(name: golden-script
+baseline: {script: train_gpt.py, args: ["--lr", "0.01"]}
+target_val_loss: 2.2
+seeds: 3
+gpus_per_run: 0
+ablations:
+  - {name: lr-0.02, args: ["--lr", "0.02"], same_work: true}
+  - {name: wider, args: ["--lr", "0.01", "--width", "2"]}
+)";
+
+const Outcomes kScriptOutcomes = {
+    {"baseline",
+     {{2.1901, true, 12030, 40.1}, {2.1893, true, 11910, 39.7}, {2.1910, true, 12090, 40.3}}},
+    {"lr-0.02",
+     {{2.1899, true, 15330, 51.1}, {2.1905, true, 15690, 52.3}, {2.1889, true, 15480, 51.6}}},
+    {"wider",
+     {{2.1702, true, 24300, 81.0}, {2.1711, true, 24510, 81.7}, {2.1698, true, 24060, 80.2}}},
+};
+
+const ScriptUploads kScriptUploads = {
+    {"train_gpt.py",
+     ScriptUpload{"", {{"train_gpt.py", "print('step:1/1 val_loss:3 train_time:1ms')\n", false}}}}};
+
 const Outcomes kGpuOutcomes = {
     {"baseline",
      {{3.2779, true, 181200, 130.1}, {3.2791, true, 179900, 129.2}, {3.2785, true, 180600, 129.7}}},
@@ -168,8 +195,9 @@ class StoreFiller {
   }
 
   // Submits the spec and runs every run of `outcomes` on `worker`.
-  void AddSweep(const char* spec, const Outcomes& outcomes, const std::string& worker) {
-    absl::StatusOr<ExpandedSweep> expanded = ParseSweepSpec(spec, "spec.yaml");
+  void AddSweep(const char* spec, const Outcomes& outcomes, const std::string& worker,
+                const ScriptUploads& uploads = {}) {
+    absl::StatusOr<ExpandedSweep> expanded = ParseSweepSpec(spec, "spec.yaml", uploads);
     ASSERT_TRUE(expanded.ok()) << expanded.status();
     absl::StatusOr<int64_t> id =
         store_.CreateSweep(expanded->sweep, expanded->variants, expanded->runs);
@@ -229,6 +257,7 @@ class CompareCliTest : public ::testing::Test {
       filler.AddSweep(kGpuSpec, kGpuOutcomes, "gpu-node");
       filler.AddSweep(kNoBaselineSpec, kTinyOutcomes, "laptop");
       filler.AddSweep(kDriftSpec, kDriftOutcomes, "laptop");
+      filler.AddSweep(kScriptSpec, kScriptOutcomes, "laptop", kScriptUploads);
       points_ = filler.points().at(1);  // the tiny sweep's
     }                                   // closed before the coordinator opens it
     StartCoordinator();
@@ -354,6 +383,39 @@ TEST_F(CompareCliTest, SpeedDriftReplacesTimeVerdictsWithConfounded) {
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("machine speed changed during the sweep"), std::string::npos)
       << table.out;
+}
+
+// Issue 23: a script ablation declared `same_work: true` is checked against the baseline's
+// ms/step, and the undeclared one is not; the drift gives every time verdict "confounded".
+TEST_F(CompareCliTest, ScriptSweepWithADeclaredSameWorkAblationGolden) {
+  ExpectGolden({"compare", "5", "--metric", "time"}, "compare_script_same_work.txt");
+}
+
+TEST_F(CompareCliTest, ADeclaredSameWorkScriptAblationWithSlowerStepsConfoundsTheSweep) {
+  ProcessResult r = Cli({"--json", "compare", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json resp = json::parse(r.out);
+  EXPECT_EQ(resp["confound"]["tested"], true) << resp["confound"].dump();
+  EXPECT_EQ(resp["confound"]["confounded"], true) << resp["confound"].dump();
+  EXPECT_LT(resp["confound"]["p_value"].get<double>(), 0.01);
+  EXPECT_EQ(resp["confound"]["variants"], json({"baseline", "lr-0.02"}));
+  for (const json& v : resp["variants"]) {
+    if (v["name"] == "baseline") continue;
+    EXPECT_EQ(v["time_vs_baseline"]["verdict"],
+              "confounded: machine speed changed during the sweep; steps-to-target is the "
+              "trustworthy measure")
+        << v["name"];
+  }
+  // `ablate sweep` shows the declaration beside the variant's diff, and only there.
+  ProcessResult sweep = Cli({"sweep", "5"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_NE(sweep.out.find("args [\"--lr\",\"0.01\"]→[\"--lr\",\"0.02\"] (declared: same work per "
+                           "step)"),
+            std::string::npos)
+      << sweep.out;
+  EXPECT_EQ(sweep.out.find("(declared: same work per step)"),
+            sweep.out.rfind("(declared: same work per step)"))
+      << sweep.out;
 }
 
 // `ablate plan`: the spread of the baseline's finished runs (both tiny sweeps share its config),

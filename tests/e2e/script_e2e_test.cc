@@ -450,6 +450,54 @@ TEST_F(ScriptE2eTest, CpuTorchrunGangWithAnArgsAblationGetsTheRightVerdictInShuf
   EXPECT_TRUE(seen) << cmp.dump(1);
 }
 
+// Issue 23: sequential seeds for a script sweep. `seeds: {min: 2, max: 6}`: the ablation reaches
+// the target in half the baseline's steps at the same ms/step (tests/e2e/scripts/
+// fake_speedrun.py prints made-up times at once, with 0.2% of seed noise), so the rule settles it
+// as faster after the first look at 2 seeds; its seeds 2..5 and the baseline's are cancelled as not
+// needed, and the sweep ends with 4 runs run, not 12.
+constexpr char kSequentialSweep[] = R"(name: sequential-script
+baseline: {script: fake_speedrun.py, args: ["--steps-to-target", "40"]}
+target_val_loss: 3.28
+seeds: {min: 2, max: 6}
+gpus_per_run: 0
+max_attempts: 1
+ablations:
+  - {name: half-the-steps, args: ["--steps-to-target", "20"]}
+)";
+
+TEST_F(ScriptE2eTest, SequentialSeedsStopADecidedScriptAblationEarly) {
+  fs::copy_file(ABLATE_SOURCE_DIR "/tests/e2e/scripts/fake_speedrun.py", Spec("fake_speedrun.py"));
+  StartWorker("w", /*allow_scripts=*/true, /*cpu_slots=*/2);
+  Submit(kSequentialSweep);
+  json sweep = cli_.WaitFor(
+      {"sweep", "1"},
+      [](const json& s) { return s["state"] == "SWEEP_SUCCEEDED" || s["state"] == "SWEEP_FAILED"; },
+      120s);
+  ASSERT_EQ(sweep["state"], "SWEEP_SUCCEEDED") << sweep.dump(1);
+  // Every seed up to max was stored; only seeds 0 and 1 of each variant ran.
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 12);
+  EXPECT_EQ(Count("SELECT count(*) FROM attempts"), 4);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'succeeded' AND seed < 2"), 4)
+      << cli_.Run({"runs", "--sweep", "1"}).out;
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'cancelled' AND seed >= 2 AND error "
+                  "LIKE 'not needed: the verdict was settled after 2 seeds%'"),
+            8)
+      << cli_.Run({"runs", "--sweep", "1"}).out;
+  json skipped = cli_.Json({"run", "12"});
+  EXPECT_EQ(skipped["state"], "RUN_CANCELLED") << skipped.dump();
+  json cmp = cli_.Json({"compare", "1"});
+  bool seen = false;
+  for (const json& v : cmp["variants"]) {
+    if (v["name"] != "half-the-steps") continue;
+    seen = true;
+    EXPECT_EQ(v["sequential"]["verdict"], "faster") << v.dump(1);
+    EXPECT_EQ(v["sequential"]["seeds"], 2) << v.dump(1);
+    EXPECT_EQ(v["time_vs_baseline"]["verdict"], "faster") << v.dump(1);
+    EXPECT_EQ(v["n"], 2) << v.dump(1);
+  }
+  EXPECT_TRUE(seen) << cmp.dump(1);
+}
+
 // Issue 23: a script sweep without a dataset needs none; a run asking for more GPUs than any
 // connected worker has is shown as unschedulable (submit, `ablate sweep`, `ablate runs`), and
 // `ablate sweep` names the script.

@@ -99,7 +99,9 @@ std::map<std::string, std::string> Fingerprint(const ExpandedSweep& e) {
   const Sweep& s = e.sweep;
   std::string tags, variants, runs;
   for (const std::string& t : s.tags) tags += t + ",";
-  for (const Variant& v : e.variants) variants += v.name + "=" + v.config_hash + ";";
+  for (const Variant& v : e.variants) {
+    variants += v.name + "=" + v.config_hash + (v.same_work ? " same_work" : "") + ";";
+  }
   for (const Run& r : e.runs) {
     runs += std::to_string(r.variant_id) + "/" + std::to_string(r.seed) + "@" +
             std::to_string(r.dispatch_order) + ";";
@@ -178,6 +180,114 @@ TEST(SweepKeysTest, BothKindsHonourEveryKeyOrTheScriptKindRefusesIt) {
       EXPECT_EQ(Join(Changed(*base, *with)), Join(c->second.changes));
     }
   }
+}
+
+// How each key of an ablation entry (kAblationEntryKeys) is tried: the first ablation of the base
+// spec replaced by `built_in` or `script`, and the parts of the expansion it must change.
+struct AblationKeyCase {
+  std::string built_in, script;
+  std::set<std::string> changes;
+};
+
+const std::map<std::string, AblationKeyCase>& AblationCases() {
+  static const auto* cases = new std::map<std::string, AblationKeyCase>{
+      {"name",
+       {"{name: other, set: {logit_softcap: 15}}",
+        "{name: other, args: [\"--lr\", \"2\"]}",
+        {"variants"}}},
+      {"same_work",
+       {"{name: a, set: {logit_softcap: 15}, same_work: true}",
+        "{name: a, args: [\"--lr\", \"2\"], same_work: true}",
+        {"variants"}}},
+  };
+  return *cases;
+}
+
+std::string AblationsLine(SweepKind kind, const std::string& first) {
+  return "ablations: [" + first + ", " +
+         (kind == SweepKind::kScript ? "{name: b, env: {FLAG: \"1\"}}]"
+                                     : "{name: b, set: {unet_skips: false}}]");
+}
+
+TEST(SweepKeysTest, EveryAblationKeyIsWalked) {
+  std::set<std::string> schema;
+  for (const AblationKey& k : kAblationEntryKeys) {
+    schema.insert(std::string(k.name));
+    EXPECT_TRUE(AblationCases().count(std::string(k.name)))
+        << "ablation key '" << k.name << "' has no case here: say what it changes for both kinds";
+    if (k.use == AblationKeyUse::kScriptOnly) {
+      EXPECT_FALSE(k.why.empty()) << k.name << ": a refusal needs its reason";
+    }
+  }
+  for (const auto& [name, c] : AblationCases()) EXPECT_TRUE(schema.count(name)) << name;
+}
+
+// Every ablation key is honoured by both kinds, or (kScriptOnly) by a script sweep and refused
+// by a built-in one at the key's value, with the reason.
+TEST(SweepKeysTest, BothKindsHonourEveryAblationKeyOrTheBuiltInKindRefusesIt) {
+  for (const AblationKey& key : kAblationEntryKeys) {
+    const std::string name(key.name);
+    auto c = AblationCases().find(name);
+    if (c == AblationCases().end()) continue;  // EveryAblationKeyIsWalked fails
+    SCOPED_TRACE("ablation key " + name);
+    for (SweepKind kind : {SweepKind::kBuiltIn, SweepKind::kScript}) {
+      const bool script = kind == SweepKind::kScript;
+      SCOPED_TRACE(script ? "script sweep" : "built-in sweep");
+      absl::StatusOr<ExpandedSweep> base = Expand(SpecWith(kind, "", "", nullptr));
+      ASSERT_TRUE(base.ok()) << base.status();
+      int line = 0;
+      const std::string text = AblationsLine(kind, script ? c->second.script : c->second.built_in);
+      absl::StatusOr<ExpandedSweep> with = Expand(SpecWith(kind, "ablations", text, &line));
+      if (!script && key.use == AblationKeyUse::kScriptOnly) {
+        ASSERT_FALSE(with.ok()) << "a built-in sweep accepted " << text;
+        const size_t column = text.find(name + ": ") + name.size() + 3;  // 1-based, the value
+        EXPECT_NE(
+            with.status().message().find("s.yaml:" + std::to_string(line) + ":" +
+                                         std::to_string(column) + ": ablations[0]." + name +
+                                         ": not for a built-in sweep: " + std::string(key.why)),
+            std::string_view::npos)
+            << with.status();
+        continue;
+      }
+      ASSERT_TRUE(with.ok()) << with.status();
+      EXPECT_EQ(Join(Changed(*base, *with)), Join(c->second.changes));
+    }
+  }
+}
+
+// same_work is a declaration, nothing else: the variant runs exactly as without it.
+TEST(SweepKeysTest, SameWorkMarksTheScriptVariantAndChangesNothingItRuns) {
+  const std::string plain = AblationsLine(SweepKind::kScript, "{name: a, args: [\"--lr\", \"2\"]}");
+  absl::StatusOr<ExpandedSweep> without =
+      Expand(SpecWith(SweepKind::kScript, "ablations", plain, nullptr));
+  absl::StatusOr<ExpandedSweep> with = Expand(
+      SpecWith(SweepKind::kScript, "ablations",
+               AblationsLine(SweepKind::kScript, AblationCases().at("same_work").script), nullptr));
+  absl::StatusOr<ExpandedSweep> declined = Expand(SpecWith(
+      SweepKind::kScript, "ablations",
+      AblationsLine(SweepKind::kScript, "{name: a, args: [\"--lr\", \"2\"], same_work: false}"),
+      nullptr));
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_TRUE(with.ok()) << with.status();
+  ASSERT_TRUE(declined.ok()) << declined.status();
+  ASSERT_EQ(with->variants.size(), 3u);
+  std::vector<bool> marks;
+  for (size_t i = 0; i < with->variants.size(); ++i) {
+    marks.push_back(with->variants[i].same_work);
+    EXPECT_EQ(with->variants[i].config_json, without->variants[i].config_json);
+    EXPECT_EQ(with->variants[i].config_hash, without->variants[i].config_hash);
+    EXPECT_FALSE(without->variants[i].same_work);
+    EXPECT_FALSE(declined->variants[i].same_work);
+  }
+  EXPECT_EQ(marks, (std::vector<bool>{false, true, false})) << "baseline, a, b";
+  absl::StatusOr<ExpandedSweep> bad =
+      Expand(SpecWith(SweepKind::kScript, "ablations",
+                      AblationsLine(SweepKind::kScript,
+                                    "{name: a, args: [\"--lr\", \"2\"], same_work: yes please}"),
+                      nullptr));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("ablations[0].same_work: "), std::string_view::npos)
+      << bad.status();
 }
 
 // The issue's case: a script sweep's runs start in blocks, shuffled by its order seed, exactly as
