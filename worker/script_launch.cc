@@ -100,13 +100,13 @@ absl::StatusOr<std::vector<std::string>> ScriptArgv(const ScriptConfig& c,
   } else if (c.launch == "torchrun") {
     argv = {x.python, "-m", "torch.distributed.run", "--nproc_per_node",
             std::to_string(x.gpus > 0 ? x.gpus : c.processes)};
-    if (x.nnodes > 1) {
-      argv.insert(argv.end(), {"--nnodes", std::to_string(x.nnodes), "--node_rank", std::to_string(x.node_rank), "--master_addr",
-                               x.master_addr, "--master_port", std::to_string(x.master_port)});
-    } else {
-      // One node: a fresh local rendezvous, so two runs on one machine never meet.
-      argv.push_back("--standalone");
-    }
+    // Always an explicit rendezvous: on one node too, a port the worker picked for this run.
+    // torchrun's --standalone is no substitute: torch 1.13 (Debian 12's) puts every standalone
+    // run on localhost:29400, so two gangs on one machine meet in one store and the second
+    // fails when the first ends.
+    argv.insert(argv.end(), {"--nnodes", std::to_string(x.nnodes), "--node_rank",
+                             std::to_string(x.node_rank), "--master_addr", x.master_addr,
+                             "--master_port", std::to_string(x.master_port)});
     // Each rank's stdout goes through torchrun's tee, "[default<local rank>]:"-prefixed (the
     // parser keeps rank 0's lines), with per-rank logs in the run folder; stderr passes
     // through. Also the only way Debian 12's torch 1.13 under Python 3.11 starts at all: its

@@ -49,13 +49,13 @@ struct LaunchContext {
   int gpus = 0;          // GPUs of this node's share (0 = a CPU run: one process)
   int nnodes = 1;
   int node_rank = 0;
-  std::string master_addr;  // multi-node: node 0's rendezvous
-  int master_port = 0;
+  std::string master_addr;  // node 0's rendezvous (one node: 127.0.0.1 and a port picked for
+  int master_port = 0;      // the run, so two runs on one machine never share a store)
 };
 
 // The command line: python `<python> <script> args...`; torchrun `<python> -m
-// torch.distributed.run --nproc_per_node G [--nnodes N --node_rank R --master_addr A
-// --master_port P | --standalone] --redirects 1 --tee 1 --log_dir RUN/torchrun-logs <script>
+// torch.distributed.run --nproc_per_node G --nnodes N --node_rank R --master_addr A
+// --master_port P --redirects 1 --tee 1 --log_dir RUN/torchrun-logs <script>
 // args...` (G = the run's GPUs on this node, or config.processes on a CPU slot); command:
 // `/bin/sh -c <expanded>`, where {args} is the args shell-quoted (script_command.h).
 absl::StatusOr<std::vector<std::string>> ScriptArgv(const ScriptConfig& config,

@@ -132,6 +132,11 @@ absl::StatusOr<RunSpec> WorkerCore::PrepareScript(Attempt& a) {
     absl::MutexLock lock(&mu_);
     if (a.rendezvous) context.master_addr = a.rendezvous->first;
     if (a.rendezvous) context.master_port = a.rendezvous->second;
+  } else {
+    absl::StatusOr<int> port = PickFreePort();
+    if (!port.ok()) return port.status();
+    context.master_addr = "127.0.0.1";
+    context.master_port = *port;
   }
   if (absl::Status s = PrepareRunDir(*files, *config, context); !s.ok()) return s;
   absl::StatusOr<std::vector<std::string>> argv = ScriptArgv(*config, context);

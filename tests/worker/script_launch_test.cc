@@ -54,11 +54,16 @@ TEST(ScriptLaunchTest, EachLaunchKindsCommandLine) {
   };
   EXPECT_EQ(argv(Config("python"), Context()),
             (std::vector<std::string>{"/usr/bin/python3", "train_gpt.py", "--lr", "0.02"}));
-  EXPECT_EQ(argv(Config("torchrun"), Context()),
+  LaunchContext one_node = Context();
+  one_node.master_addr = "127.0.0.1";
+  one_node.master_port = 40123;
+  EXPECT_EQ(argv(Config("torchrun"), one_node),
             (std::vector<std::string>{"/usr/bin/python3", "-m", "torch.distributed.run",
-                                      "--nproc_per_node", "8", "--standalone", "--redirects", "1",
-                                      "--tee", "1", "--log_dir", "/w/runs/7-a9/torchrun-logs",
-                                      "train_gpt.py", "--lr", "0.02"}));
+                                      "--nproc_per_node", "8", "--nnodes", "1", "--node_rank", "0",
+                                      "--master_addr", "127.0.0.1", "--master_port", "40123",
+                                      "--redirects", "1", "--tee", "1", "--log_dir",
+                                      "/w/runs/7-a9/torchrun-logs", "train_gpt.py", "--lr",
+                                      "0.02"}));
   EXPECT_EQ(argv(Config("torchrun"), Context(2, 1)),
             (std::vector<std::string>{
                 "/usr/bin/python3", "-m", "torch.distributed.run", "--nproc_per_node", "8",
