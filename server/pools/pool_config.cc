@@ -18,9 +18,10 @@ namespace {
 constexpr std::string_view kPoolKeys[] = {
     "name",      "kind",       "partition",  "account",       "qos",         "gpus_per_node",
     "gres",      "max_nodes",  "time_limit", "idle_exit",     "signal_before", "sbatch_args",
-    "worker"};
+    "worker",    "container"};
 constexpr std::string_view kWorkerKeys[] = {"binary",    "work_dir", "data_dir",
                                             "token_file", "cpu_slots", "args"};
+constexpr std::string_view kContainerKeys[] = {"runtime", "image", "mounts", "args"};
 
 using Entries = std::map<std::string, YAML::Node>;
 
@@ -116,6 +117,31 @@ void ReadWorker(const YAML::Node& node, const std::string& path, PoolWorkerConfi
   r.List("args", &w->args);
 }
 
+void ReadContainer(const YAML::Node& node, const std::string& path, PoolContainerConfig* c,
+                   SpecErrors* errors) {
+  Entries e = CheckedEntries(node, path, kContainerKeys, errors);
+  if (!node.IsMap()) return;
+  PoolReader r(e, path, errors);
+  std::optional<std::string> runtime = r.Required("runtime", node);
+  c->runtime = ParseContainerRuntime(runtime.value_or(""));
+  if (runtime && !runtime->empty() && c->runtime == ContainerRuntime::kNone) {
+    errors->Add(e.at("runtime"), KeyPath(path, "runtime"),
+                "unknown container runtime '" + *runtime + "'; use pyxis or apptainer");
+  }
+  c->image = r.Required("image", node).value_or("");
+  if (std::string problem = ContainerImageProblem(c->runtime, c->image);
+      c->runtime != ContainerRuntime::kNone && !c->image.empty() && !problem.empty()) {
+    errors->Add(e.at("image"), KeyPath(path, "image"), problem);
+  }
+  r.List("mounts", &c->mounts);
+  for (size_t i = 0; i < c->mounts.size(); ++i) {
+    if (std::string problem = ContainerMountProblem(c->mounts[i]); !problem.empty()) {
+      errors->Add(e.at("mounts")[i], IndexPath(KeyPath(path, "mounts"), i), problem);
+    }
+  }
+  r.List("args", &c->args);
+}
+
 PoolConfig ReadPool(const YAML::Node& node, const std::string& path, SpecErrors* errors) {
   PoolConfig p;
   Entries e = CheckedEntries(node, path, kPoolKeys, errors);
@@ -144,6 +170,9 @@ PoolConfig ReadPool(const YAML::Node& node, const std::string& path, SpecErrors*
   r.List("sbatch_args", &p.sbatch_args);
   if (!e.count("worker")) errors->Add(node, KeyPath(path, "worker"), "is required");
   else ReadWorker(e.at("worker"), KeyPath(path, "worker"), &p.worker, errors);
+  if (e.count("container")) {
+    ReadContainer(e.at("container"), KeyPath(path, "container"), &p.container, errors);
+  }
   return p;
 }
 

@@ -18,6 +18,8 @@
 //       worker: {binary: /opt/ablate/bin/ablate-worker, work_dir: /scratch/ablate,
 //                data_dir: /data/datasets, token_file: /etc/ablate/worker.token,
 //                cpu_slots: 1, args: []}
+//       container: {runtime: pyxis, image: /shared/ablate.sqsh, mounts: [], args: []}
+//                                 # optional: the worker runs in this image (pool_container.h)
 //
 // Core logic: no I/O, no gRPC, no SQLite.
 #ifndef ABLATE_SERVER_POOLS_POOL_CONFIG_H_
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/pools/pool_container.h"
 #include "server/sweep/duration.h"  // ParseDurationMs (idle_exit, signal_before)
 
 namespace ablate {
@@ -56,6 +59,7 @@ struct PoolConfig {
   int64_t signal_before_s = 120;
   std::vector<std::string> sbatch_args;
   PoolWorkerConfig worker;
+  PoolContainerConfig container;  // runtime kNone: no container
 };
 
 // Parses a pools file. INVALID_ARGUMENT listing every problem, one per line as
