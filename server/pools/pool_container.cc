@@ -28,8 +28,7 @@ bool HasScheme(std::string_view image) {
     return false;
   }
   return std::all_of(image.begin(), image.begin() + colon, [](char c) {
-    return std::islower(uint8_t(c)) || std::isdigit(uint8_t(c)) || c == '-' || c == '+' ||
-           c == '.';
+    return std::islower(uint8_t(c)) || std::isdigit(uint8_t(c)) || c == '-' || c == '+' || c == '.';
   });
 }
 

@@ -53,8 +53,7 @@ std::string ContainerMountProblem(std::string_view mount);
 // [--container-mounts=A,B] ARGS...`; for apptainer `apptainer exec [--nv] [--bind A ...] ARGS...
 // IMAGE`; nothing for kNone. `own_paths` (the worker's folders and files) are added as PATH:PATH
 // mounts, after the configured ones, unless one of those already mounts a folder at or above it.
-std::vector<std::string> ContainerLaunchWords(const PoolContainerConfig& container,
-                                              bool with_gpus,
+std::vector<std::string> ContainerLaunchWords(const PoolContainerConfig& container, bool with_gpus,
                                               const std::vector<std::string>& own_paths);
 
 }  // namespace ablate
