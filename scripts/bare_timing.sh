@@ -44,6 +44,10 @@ R=$WORK/root
 mkdir -p "$R"
 tar -C "$R" -xf "$ROOTFS_TAR"
 cp /etc/resolv.conf "$R/etc/resolv.conf"
+# This machine's own CA certificates (a site behind a TLS-inspecting proxy has them on every
+# machine): ca-certificates adds them when dev.sh installs it.
+mkdir -p "$R/usr/local/share/ca-certificates"
+cp /usr/local/share/ca-certificates/*.crt "$R/usr/local/share/ca-certificates/" 2>/dev/null || true
 # As in any chroot: packages do not start their services (there is no init here).
 printf '#!/bin/sh\nexit 101\n' > "$R/usr/sbin/policy-rc.d"
 chmod 755 "$R/usr/sbin/policy-rc.d"
