@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/http/json_reply.h"
-#include "server/rpc/convert.h"
+#include "server/convert/convert.h"
 
 namespace ablate {
 namespace {

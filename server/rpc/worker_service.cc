@@ -7,8 +7,9 @@
 #include <iostream>
 #include <mutex>
 
+#include "server/convert/convert.h"
 #include "server/core/utf8_text.h"
-#include "server/rpc/convert.h"
+#include "server/rpc/grpc_status.h"
 
 namespace ablate {
 namespace {
