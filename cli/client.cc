@@ -123,6 +123,15 @@ int Client::Fail(const grpc::Status& s, const std::string& what) const {
   }
 }
 
+std::optional<int> Client::Answer(const grpc::Status& status,
+                                  const google::protobuf::Message& response,
+                                  const std::string& what) const {
+  if (!status.ok()) return Fail(status, what);
+  if (!json_) return std::nullopt;
+  std::cout << ToJson(response) << "\n";
+  return kExitOk;
+}
+
 std::string ToJson(const google::protobuf::Message& m) {
   std::string out;
   google::protobuf::util::JsonPrintOptions opts;

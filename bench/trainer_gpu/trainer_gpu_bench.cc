@@ -30,7 +30,7 @@
 #include "trainer/cuda/optimizer.h"
 #include "trainer/cuda/rmsnorm.h"
 #include "trainer/cuda/softcap_cross_entropy.h"
-#include "trainer/dist/in_process_communicator.h"
+#include "trainer/collectives/in_process_communicator.h"
 #include "trainer/model/param_init.h"
 #include "trainer/model/window_schedule.h"
 #include "trainer/train/engine.h"

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "server/core/worker_input.h"
-#include "server/rpc/convert.h"
+#include "server/convert/convert.h"
 #include "trainer/config/knob_schema.h"
 
 namespace ablate {

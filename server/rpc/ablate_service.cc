@@ -7,8 +7,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/convert/convert.h"
 #include "server/core/message_limits.h"
-#include "server/rpc/convert.h"
+#include "server/rpc/grpc_status.h"
 #include "server/sweep/sweep_spec.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"

@@ -73,9 +73,10 @@ class AblateServiceImpl final : public v1::AblateService::Service {
                            v1::ListWorkersResponse* resp) override;
   grpc::Status ListPresets(grpc::ServerContext* ctx, const v1::ListPresetsRequest* req,
                            v1::ListPresetsResponse* resp) override;
-  // Defined in ablate_service_compare.cc (views built by compare_queries.h).
   grpc::Status ListPools(grpc::ServerContext* ctx, const v1::ListPoolsRequest* req,
                          v1::ListPoolsResponse* resp) override;  // ablate_service_pools.cc
+  // Defined in ablate_service_compare.cc: thin handlers over the views of server/compare/
+  // (compare_queries.h, plan_queries.h).
   grpc::Status CompareSweep(grpc::ServerContext* ctx, const v1::CompareSweepRequest* req,
                             v1::CompareSweepResponse* resp) override;
   grpc::Status ListRecords(grpc::ServerContext* ctx, const v1::ListRecordsRequest* req,

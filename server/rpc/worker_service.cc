@@ -7,8 +7,10 @@
 #include <iostream>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "server/convert/convert.h"
 #include "server/core/utf8_text.h"
-#include "server/rpc/convert.h"
+#include "server/rpc/grpc_status.h"
 
 namespace ablate {
 namespace {
@@ -88,7 +90,7 @@ class StreamSession : public WorkerSession {
 
  private:
   std::mutex mu_;
-  WorkerServiceImpl::RawStream* stream_;  // guarded by mu_
+  WorkerServiceImpl::RawStream* stream_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

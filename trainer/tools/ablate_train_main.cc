@@ -10,7 +10,7 @@
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/blas_setup.h"
 #include "trainer/data/shard_reader.h"
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/nccl_id.h"
 #include "trainer/tools/gpu_list.h"
 #include "trainer/tools/library_report.h"
 #include "trainer/tools/run_config_builder.h"

@@ -4,8 +4,8 @@
 // collectives (the validation loss, start-up exchanges) stage through a small device buffer and
 // wait for their result, polling so that a failed peer cannot hang them; device collectives
 // return once queued.
-#ifndef ABLATE_TRAINER_DIST_NCCL_COMMUNICATOR_H_
-#define ABLATE_TRAINER_DIST_NCCL_COMMUNICATOR_H_
+#ifndef ABLATE_TRAINER_COLLECTIVES_NCCL_COMMUNICATOR_H_
+#define ABLATE_TRAINER_COLLECTIVES_NCCL_COMMUNICATOR_H_
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "trainer/cuda/device_buffer.h"
-#include "trainer/dist/communicator.h"
-#include "trainer/dist/nccl_library.h"
+#include "trainer/collectives/communicator.h"
+#include "trainer/collectives/nccl_library.h"
 
 namespace ablate {
 
@@ -91,4 +91,4 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
 
 }  // namespace ablate
 
-#endif  // ABLATE_TRAINER_DIST_NCCL_COMMUNICATOR_H_
+#endif  // ABLATE_TRAINER_COLLECTIVES_NCCL_COMMUNICATOR_H_

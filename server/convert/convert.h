@@ -1,22 +1,20 @@
 // Translation between the coordinator's domain types (server/core/model.h) and the ablate.v1
-// protobuf messages, and between absl::Status and grpc::Status. The only place that knows both.
-#ifndef ABLATE_SERVER_RPC_CONVERT_H_
-#define ABLATE_SERVER_RPC_CONVERT_H_
-
-#include <grpcpp/support/status.h>
+// protobuf messages: the only place that knows both. Messages only, no gRPC (the scheduler links
+// this); absl::Status -> grpc::Status is server/rpc/grpc_status.h.
+#ifndef ABLATE_SERVER_CONVERT_CONVERT_H_
+#define ABLATE_SERVER_CONVERT_CONVERT_H_
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "ablate/v1/types.pb.h"
-#include "absl/status/status.h"
 #include "server/core/code_snapshot.h"
 #include "server/core/model.h"
 #include "server/sweep/script_spec.h"
 
 namespace ablate {
 
-grpc::Status ToGrpc(const absl::Status& s);
 
 v1::SweepState ToProto(SweepState s);
 v1::RunState ToProto(RunState s);
@@ -51,4 +49,4 @@ ScriptUploads UploadsFromProto(
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_RPC_CONVERT_H_
+#endif  // ABLATE_SERVER_CONVERT_CONVERT_H_

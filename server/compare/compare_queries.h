@@ -1,7 +1,8 @@
 // Builds the comparison, records and export views of the store: the one place that turns stored
 // runs into CompareSweepResponse, ListRecordsResponse and ExportedRun messages, shared by the gRPC
-// handlers (ablate_service_compare.cc) and the dashboard's HTTP API. The statistics themselves
-// are server/stats (pure); this file only gathers rows and fills messages.
+// handlers (server/rpc/ablate_service_compare.cc, thin) and the dashboard's HTTP API. The
+// statistics themselves are server/stats (pure); this file only gathers rows and fills messages.
+// Messages only: the comparison room links no gRPC.
 //
 // Which runs count. A variant's statistics use its succeeded runs only; queued, running, failed
 // and cancelled runs appear in VariantComparison.counts but not in n. A succeeded run that never
@@ -40,8 +41,8 @@
 //
 // Thread-safe as the Store is. Errors are the store's: NOT_FOUND for an unknown sweep, UNAVAILABLE
 // and the like for database trouble.
-#ifndef ABLATE_SERVER_RPC_COMPARE_QUERIES_H_
-#define ABLATE_SERVER_RPC_COMPARE_QUERIES_H_
+#ifndef ABLATE_SERVER_COMPARE_COMPARE_QUERIES_H_
+#define ABLATE_SERVER_COMPARE_COMPARE_QUERIES_H_
 
 #include <cstdint>
 
@@ -49,15 +50,12 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/compare/run_outcome.h"
 #include "server/core/model.h"
 #include "server/stats/variant_stats.h"
 #include "server/store/store.h"
 
 namespace ablate {
-
-// What the statistics need of a stored run: seed and summary (final val loss in nats,
-// time to target and mean step time in ms; the time only when the run reached the target).
-RunOutcome ToOutcome(const Run& run);
 
 // Whether variant `v` does its baseline's work per step, so that the confound check compares its
 // ms/step with the baseline's: declared so (`v.same_work`, a script ablation's `same_work: true`),
@@ -82,4 +80,4 @@ absl::Status ExportSweepRuns(const Store& store, int64_t sweep_id,
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_RPC_COMPARE_QUERIES_H_
+#endif  // ABLATE_SERVER_COMPARE_COMPARE_QUERIES_H_

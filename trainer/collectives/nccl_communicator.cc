@@ -1,14 +1,14 @@
 // NcclCommunicator: group setup, host collectives through a staging buffer, device collectives
 // as plain NCCL calls on the communication stream.
-#include "trainer/dist/nccl_communicator.h"
+#include "trainer/collectives/nccl_communicator.h"
 
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "trainer/cuda/cuda_check.h"
-#include "trainer/dist/nccl_check.h"
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/nccl_check.h"
+#include "trainer/collectives/nccl_id.h"
 
 namespace ablate {
 namespace {

@@ -2,8 +2,8 @@
 // starts, and runs on the CPU or on one GPU, on machines without libnccl; only a run on several
 // GPUs needs it. The soname and a fallback directory (where the build found libnccl) are
 // compiled in; see trainer/CMakeLists.txt.
-#ifndef ABLATE_TRAINER_DIST_NCCL_LIBRARY_H_
-#define ABLATE_TRAINER_DIST_NCCL_LIBRARY_H_
+#ifndef ABLATE_TRAINER_COLLECTIVES_NCCL_LIBRARY_H_
+#define ABLATE_TRAINER_COLLECTIVES_NCCL_LIBRARY_H_
 
 #include <nccl.h>
 
@@ -56,4 +56,4 @@ class NcclLibrary {
 
 }  // namespace ablate
 
-#endif  // ABLATE_TRAINER_DIST_NCCL_LIBRARY_H_
+#endif  // ABLATE_TRAINER_COLLECTIVES_NCCL_LIBRARY_H_

@@ -10,8 +10,8 @@
 // spec's own errors), neither or both of sweep_id and spec_yaml; NOT_FOUND for an unknown sweep;
 // FAILED_PRECONDITION when the sweep has no baseline or too few finished runs to estimate the
 // spread (the message says to pass --sd).
-#ifndef ABLATE_SERVER_RPC_PLAN_QUERIES_H_
-#define ABLATE_SERVER_RPC_PLAN_QUERIES_H_
+#ifndef ABLATE_SERVER_COMPARE_PLAN_QUERIES_H_
+#define ABLATE_SERVER_COMPARE_PLAN_QUERIES_H_
 
 #include "ablate/v1/client.pb.h"
 #include "absl/status/statusor.h"
@@ -24,4 +24,4 @@ absl::StatusOr<v1::PlanSweepResponse> BuildSweepPlan(const Store& store,
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_RPC_PLAN_QUERIES_H_
+#endif  // ABLATE_SERVER_COMPARE_PLAN_QUERIES_H_

@@ -1,9 +1,9 @@
 // dlopen of NCCL: the soname first (the loader's search path), then the directory the build
 // found it in.
-#include "trainer/dist/nccl_library.h"
+#include "trainer/collectives/nccl_library.h"
 
-#include "trainer/dist/nccl_check.h"
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/nccl_check.h"
+#include "trainer/collectives/nccl_id.h"
 
 #ifndef ABLATE_NCCL_SONAME
 #define ABLATE_NCCL_SONAME "libnccl.so.2"

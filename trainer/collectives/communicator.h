@@ -2,8 +2,8 @@
 // one process (InProcessCommunicator); NCCL comes behind the same interface. Every rank must
 // call the same collectives in the same order with the same sizes. A communicator whose ranks
 // hold their data on GPUs (NCCL) also offers DeviceCollectives, queued on a CUDA stream.
-#ifndef ABLATE_TRAINER_DIST_COMMUNICATOR_H_
-#define ABLATE_TRAINER_DIST_COMMUNICATOR_H_
+#ifndef ABLATE_TRAINER_COLLECTIVES_COMMUNICATOR_H_
+#define ABLATE_TRAINER_COLLECTIVES_COMMUNICATOR_H_
 
 #include <cstdint>
 #include <span>
@@ -65,4 +65,4 @@ class Communicator {
 
 }  // namespace ablate
 
-#endif  // ABLATE_TRAINER_DIST_COMMUNICATOR_H_
+#endif  // ABLATE_TRAINER_COLLECTIVES_COMMUNICATOR_H_

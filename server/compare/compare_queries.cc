@@ -1,6 +1,6 @@
 // Gathers a sweep's runs (or every run of a record preset) from the store, runs server/stats over
 // them and fills the messages; see compare_queries.h for what counts and the verdict rules.
-#include "server/rpc/compare_queries.h"
+#include "server/compare/compare_queries.h"
 
 #include <algorithm>
 #include <limits>
@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "server/rpc/convert.h"
+#include "server/convert/convert.h"
 #include "server/stats/confound.h"
 #include "server/stats/record_rule.h"
 #include "server/stats/sequential_rule.h"
@@ -431,19 +431,6 @@ bool DoesBaselineWork(const Variant& v) {
     }
   }
   return true;
-}
-
-RunOutcome ToOutcome(const Run& run) {
-  RunOutcome o;
-  o.seed = run.seed;
-  o.final_val_loss = run.summary.final_val_loss;
-  o.reached_target = run.summary.reached_target;
-  if (o.reached_target) {
-    o.time_to_target_ms = run.summary.time_to_target_ms;
-    if (run.summary.target_step) o.steps_to_target = static_cast<double>(*run.summary.target_step);
-  }
-  o.mean_step_ms = run.summary.mean_step_ms;
-  return o;
 }
 
 absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store,

@@ -1,5 +1,5 @@
 // The one translation of NCCL result codes into words.
-#include "trainer/dist/nccl_check.h"
+#include "trainer/collectives/nccl_check.h"
 
 #include <cstring>
 #include <string>

@@ -1,13 +1,13 @@
 // Ranks as threads of one process: collectives meet at a shared barrier and read each other's
 // buffers directly. Reductions add ranks in order 0..W−1, so every rank gets bit-identical sums.
-#ifndef ABLATE_TRAINER_DIST_IN_PROCESS_COMMUNICATOR_H_
-#define ABLATE_TRAINER_DIST_IN_PROCESS_COMMUNICATOR_H_
+#ifndef ABLATE_TRAINER_COLLECTIVES_IN_PROCESS_COMMUNICATOR_H_
+#define ABLATE_TRAINER_COLLECTIVES_IN_PROCESS_COMMUNICATOR_H_
 
 #include <barrier>
 #include <memory>
 #include <vector>
 
-#include "trainer/dist/communicator.h"
+#include "trainer/collectives/communicator.h"
 
 namespace ablate {
 
@@ -49,4 +49,4 @@ class InProcessCommunicator : public Communicator {
 
 }  // namespace ablate
 
-#endif  // ABLATE_TRAINER_DIST_IN_PROCESS_COMMUNICATOR_H_
+#endif  // ABLATE_TRAINER_COLLECTIVES_IN_PROCESS_COMMUNICATOR_H_

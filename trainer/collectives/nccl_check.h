@@ -1,18 +1,18 @@
 // NCCL errors become Status here, and only here (STYLE: "NcclError"). Every call into NCCL goes
 // through ABLATE_NCCL_CHECK(api, call), which returns an Error naming the call, NCCL's result
 // name and text, and file:line.
-#ifndef ABLATE_TRAINER_DIST_NCCL_CHECK_H_
-#define ABLATE_TRAINER_DIST_NCCL_CHECK_H_
+#ifndef ABLATE_TRAINER_COLLECTIVES_NCCL_CHECK_H_
+#define ABLATE_TRAINER_COLLECTIVES_NCCL_CHECK_H_
 
 #include <nccl.h>
 
 #include "trainer/config/result.h"
-#include "trainer/dist/nccl_library.h"
+#include "trainer/collectives/nccl_library.h"
 
 namespace ablate {
 
-// "<what>: ncclUnhandledCudaError (unhandled cuda error ...) at trainer/dist/x.cc:12". api may
-// be null (the text is then NCCL-free).
+// "<what>: ncclUnhandledCudaError (unhandled cuda error ...) at trainer/collectives/x.cc:12".
+// api may be null (the text is then NCCL-free).
 Error NcclError(const NcclApi* api, ncclResult_t code, const char* what, const char* file,
                 int line);
 
@@ -34,4 +34,4 @@ inline Status NcclStatus(const NcclApi* api, ncclResult_t code, const char* what
     }                                                                                        \
   } while (0)
 
-#endif  // ABLATE_TRAINER_DIST_NCCL_CHECK_H_
+#endif  // ABLATE_TRAINER_COLLECTIVES_NCCL_CHECK_H_

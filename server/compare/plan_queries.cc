@@ -1,5 +1,5 @@
 // Baseline spread from stored runs, then the power calculation; see plan_queries.h.
-#include "server/rpc/plan_queries.h"
+#include "server/compare/plan_queries.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,17 +1,11 @@
 // Domain <-> protobuf translation.
-#include "server/rpc/convert.h"
+#include "server/convert/convert.h"
 
 #include <algorithm>
 
 #include "server/core/slurm_worker_id.h"
 
 namespace ablate {
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  // absl::StatusCode values are gRPC's codes by construction.
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
 
 v1::SweepState ToProto(SweepState s) {
   switch (s) {

@@ -1,5 +1,5 @@
 // Hex coding and files of the NCCL unique id.
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/nccl_id.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // In-process collectives: publish, barrier, read peers, barrier.
-#include "trainer/dist/in_process_communicator.h"
+#include "trainer/collectives/in_process_communicator.h"
 
 #include <algorithm>
 

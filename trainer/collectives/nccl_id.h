@@ -2,8 +2,8 @@
 // hex digits in a file (or on stdin). Node rank 0's trainer creates the id and writes the file;
 // the worker relays its bytes (NcclId.unique_id) to the other nodes, whose workers write the
 // same file for their trainers. Plain C++, no NCCL: the worker links it too.
-#ifndef ABLATE_TRAINER_DIST_NCCL_ID_H_
-#define ABLATE_TRAINER_DIST_NCCL_ID_H_
+#ifndef ABLATE_TRAINER_COLLECTIVES_NCCL_ID_H_
+#define ABLATE_TRAINER_COLLECTIVES_NCCL_ID_H_
 
 #include <chrono>
 #include <string>
@@ -31,4 +31,4 @@ Result<std::string> ReadNcclIdFile(const std::string& path, std::chrono::millise
 
 }  // namespace ablate
 
-#endif  // ABLATE_TRAINER_DIST_NCCL_ID_H_
+#endif  // ABLATE_TRAINER_COLLECTIVES_NCCL_ID_H_
