@@ -17,9 +17,10 @@
 #include "cli/script_upload.h"
 #include "cli/sweep_text.h"
 #include "cli/table.h"
-#include "server/core/message_limits.h"
-#include "server/core/printable_text.h"
-#include "server/sweep/spec_prescan.h"
+#include "common/clock.h"
+#include "common/message_limits.h"
+#include "common/printable_text.h"
+#include "common/spec/spec_prescan.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
 
@@ -111,12 +112,6 @@ void PrintScript(Client& c, const v1::Run& r) {
   }
 }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string OptDouble(bool has, double v, int precision) {
   return has ? FormatDouble(v, precision) : "-";
 }
@@ -137,7 +132,7 @@ void PrintRuns(const google::protobuf::RepeatedPtrField<v1::Run>& runs) {
 }
 
 // SubmitSweep, or UploadSweep in chunks when the request is over the coordinator's message limit
-// (scripts' files; server/core/message_limits.h).
+// (scripts' files; common/message_limits.h).
 grpc::Status SubmitRequest(Client& c, const v1::SubmitSweepRequest& req,
                            v1::SubmitSweepResponse* resp) {
   if (req.ByteSizeLong() + 1024 <= kMaxMessageBytes) {
@@ -453,7 +448,7 @@ int WatchCommand(Client& c, int64_t id) {
          << " failed";
     if (line.str() != last_line) {  // run lines below say what changed; counts only when moved
       last_line = line.str();
-      std::cout << "[" << FormatTimestampMs(NowMs()) << "] " << last_line << "\n";
+      std::cout << "[" << FormatTimestampMs(SystemClock::Get().WallMs()) << "] " << last_line << "\n";
     }
     for (const v1::Run& r : u.runs()) {
       std::cout << "  run " << r.id() << " " << r.variant_name() << " seed " << r.seed() << ": "
@@ -524,7 +519,7 @@ int WorkersCommand(Client& c) {
               << "\n";
     return kExitOk;
   }
-  int64_t now = NowMs();
+  int64_t now = SystemClock::Get().WallMs();
   Table t({"WORKER", "HOST", "GPUS", "CPU_SLOTS", "STATE", "ALLOCATION", "HEARTBEAT", "RUNS",
            "DATASETS"});
   for (const v1::Worker& w : resp.workers()) {

@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 class LiveSession {
  public:
   LiveSession(const RouteContext& ctx, LiveScope scope)
-      : ctx_(ctx), stream_(ctx.live_hub, std::move(scope)), version_(ctx.feed->version()) {
+      : ctx_(ctx), stream_(ctx.live_hub, std::move(scope), ctx.options->clock), version_(ctx.feed->version()) {
     ctx_.live_streams->fetch_add(1);
   }
   ~LiveSession() { ctx_.live_streams->fetch_sub(1); }

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/core/message_limits.h"
+#include "common/message_limits.h"
 #include "server/rpc/convert.h"
 #include "server/sweep/sweep_spec.h"
 #include "trainer/config/knob_schema.h"

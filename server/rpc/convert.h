@@ -10,7 +10,7 @@
 
 #include "ablate/v1/types.pb.h"
 #include "absl/status/status.h"
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 #include "server/core/model.h"
 #include "server/sweep/script_spec.h"
 

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <mutex>
 
-#include "server/core/utf8_text.h"
+#include "common/utf8_text.h"
 #include "server/rpc/convert.h"
 
 namespace ablate {
