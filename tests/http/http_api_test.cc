@@ -463,6 +463,7 @@ TEST_F(HttpApiTest, NowIsTheInjectedClocksOnEveryAnswerAndStream) {
   feed_.Close();
   server_->Stop();
   reader.thread.join();
+  server_.reset();  // before `clock` goes
 }
 
 TEST(CoordinatorHttpTest, ServesTheDashboardWritesItsPortAndStopsWithAStreamOpen) {
