@@ -233,7 +233,9 @@ void WorkerCore::SendStarted(const Attempt& a) {
 void WorkerCore::OnPoint(Attempt& a, const v1::MetricPoint& point) {
   if (!a.reports_metrics) return;
   absl::MutexLock lock(&a.batch_mu);
-  if (auto batch = a.batcher.Add(point, options_.clock->MonotonicMs())) AppendBatch(a, std::move(*batch));
+  if (auto batch = a.batcher.Add(point, options_.clock->MonotonicMs())) {
+    AppendBatch(a, std::move(*batch));
+  }
 }
 
 void WorkerCore::AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points) {
@@ -448,7 +450,9 @@ void WorkerCore::FlushDueAndReap() {
   for (const std::shared_ptr<Attempt>& a : all) {
     absl::MutexLock lock(&a->batch_mu);
     if (a->finished) continue;
-    if (auto batch = a->batcher.TakeIfDue(options_.clock->MonotonicMs())) AppendBatch(*a, std::move(*batch));
+    if (auto batch = a->batcher.TakeIfDue(options_.clock->MonotonicMs())) {
+      AppendBatch(*a, std::move(*batch));
+    }
   }
   reaped.clear();  // ~RunSupervisor joins
 }

@@ -1,5 +1,5 @@
-// Loads the one YAML document of a sweep spec with yaml-cpp, translating its exceptions (here
-// and only here) into positioned spec errors.
+// Loads the one YAML document of a spec file (a sweep spec, the pools file) with yaml-cpp,
+// translating its exceptions (here and only here) into positioned spec errors.
 #ifndef ABLATE_COMMON_SPEC_SPEC_DOCUMENT_H_
 #define ABLATE_COMMON_SPEC_SPEC_DOCUMENT_H_
 

@@ -1,5 +1,6 @@
-// The problems found in one sweep spec, rendered as a single INVALID_ARGUMENT status with one
-// line per problem: "file:line:column: key.path: problem". Positions are 1-based.
+// The problems found in one spec file (a sweep spec, the pools file), rendered as a single
+// INVALID_ARGUMENT status with one line per problem: "file:line:column: key.path: problem".
+// Positions are 1-based.
 #ifndef ABLATE_COMMON_SPEC_SPEC_ERRORS_H_
 #define ABLATE_COMMON_SPEC_SPEC_ERRORS_H_
 

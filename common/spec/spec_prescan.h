@@ -1,6 +1,6 @@
-// Checks on the raw bytes of a sweep spec, run before yaml-cpp sees them: size, UTF-8 and
-// nesting depth. yaml-cpp parses recursively, so a spec nested deeper than kMaxSpecDepth is
-// refused here and the parser never recurses deeply, whatever the input.
+// Checks on the raw bytes of a spec file (a sweep spec, the pools file), run before yaml-cpp
+// sees them: size, UTF-8 and nesting depth. yaml-cpp parses recursively, so a spec nested deeper
+// than kMaxSpecDepth is refused here and the parser never recurses deeply, whatever the input.
 #ifndef ABLATE_COMMON_SPEC_SPEC_PRESCAN_H_
 #define ABLATE_COMMON_SPEC_SPEC_PRESCAN_H_
 

@@ -1,6 +1,7 @@
-// Typed reads of YAML nodes for the project's YAML files (sweep specs, the pools file). Each reader either returns the value or adds one
-// precise error (position of the offending node, its key path, what was expected) and returns
-// nullopt, so that a parse can go on and report every problem of a spec at once.
+// Typed reads of YAML nodes for the project's YAML files (sweep specs, the pools file). Each
+// reader either returns the value or adds one precise error (position of the offending node, its
+// key path, what was expected) and returns nullopt, so that a parse can go on and report every
+// problem of a file at once.
 #ifndef ABLATE_COMMON_SPEC_YAML_VALUES_H_
 #define ABLATE_COMMON_SPEC_YAML_VALUES_H_
 

@@ -42,7 +42,8 @@ TEST(Duration, FractionsDownToAMillisecond) {
 }
 
 TEST(Duration, ABareNumberIsRefusedSayingWhatToWrite) {
-  EXPECT_EQ(ErrorOf("600"), "'600' has no unit; write 600s for seconds (e.g. 500ms, 30s, 5m or 2h)");
+  EXPECT_EQ(ErrorOf("600"),
+            "'600' has no unit; write 600s for seconds (e.g. 500ms, 30s, 5m or 2h)");
   EXPECT_EQ(ErrorOf("600", PeriodUnits::kTimeOrSteps),
             "'600' has no unit; write 600s for seconds or 600steps for steps (e.g. 30s, 10m, 1h "
             "or 500steps)");

@@ -136,7 +136,8 @@ TEST_F(AblateTrainCli, RefusesBadGpuListsAndCpuMultiNodeBeforeAnyWork) {
 // mean steps here and seconds in the pools file, so it is refused, saying what to write.
 TEST_F(AblateTrainCli, CheckpointEveryNeedsAUnit) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"200", "--checkpoint-every: '200' has no unit; write 200s for seconds or 200steps for steps"},
+      {"200",
+       "--checkpoint-every: '200' has no unit; write 200s for seconds or 200steps for steps"},
       {"0steps", "--checkpoint-every: '0steps' is not positive"},
       {"1.5steps", "not a whole number of steps"},
       {"10min", "'10min' is not a duration; write e.g. 30s, 10m, 1h or 500steps"}};

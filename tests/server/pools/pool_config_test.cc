@@ -109,7 +109,8 @@ TEST(PoolConfigTest, WholeFileMistakes) {
 // steps on ablate-train's command line, so it is refused, saying what to write; the pools file's
 // maps are read with the one CheckedEntries (common/spec/checked_entries.h), key cap included.
 TEST(PoolConfigTest, DurationsNeedAUnitAndMapsAreCapped) {
-  const std::string pool = "pools:\n  - {name: a, kind: slurm, partition: p, worker: {work_dir: /w},\n";
+  const std::string pool =
+      "pools:\n  - {name: a, kind: slurm, partition: p, worker: {work_dir: /w},\n";
   EXPECT_THAT(ErrorOf(pool + "     idle_exit: 300}\n"),
               HasSubstr("pools.yaml:3:17: pools[0].idle_exit: '300' has no unit; write 300s for "
                         "seconds"));
@@ -122,7 +123,8 @@ TEST(PoolConfigTest, DurationsNeedAUnitAndMapsAreCapped) {
   EXPECT_EQ((*ok)[0].signal_before_s, 90);
   std::string many = "pools:\n  - name: a\n";
   for (int i = 0; i < 65; ++i) many += "    k" + std::to_string(i) + ": 1\n";
-  EXPECT_THAT(ErrorOf(many), HasSubstr("pools.yaml:2:5: pools[0]: has 66 keys; valid keys: name, "));
+  EXPECT_THAT(ErrorOf(many),
+              HasSubstr("pools.yaml:2:5: pools[0]: has 66 keys; valid keys: name, "));
   EXPECT_THAT(ErrorOf(pool + "     name: b}\n"),
               HasSubstr("pools[0].name: duplicate key 'name' (first at line 2)"));
 }
