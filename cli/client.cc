@@ -9,7 +9,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "server/core/token_file.h"
+#include "common/token_file.h"
 
 namespace ablate {
 namespace {

@@ -52,12 +52,6 @@ std::string DiffSummary(const v1::Variant& v) {
   return out;
 }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string OptDouble(bool has, double v, int precision) {
   return has ? FormatDouble(v, precision) : "-";
 }

@@ -36,9 +36,6 @@ std::string DiffSummary(const std::string& diff_json);
 // DiffSummary, and for a script ablation declared `same_work: true`, that declaration.
 std::string DiffSummary(const v1::Variant& v);
 
-// Wall clock, ms since the epoch.
-int64_t NowMs();
-
 // `v` with `precision` digits when `has`, else "-".
 std::string OptDouble(bool has, double v, int precision);
 

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "cli/script_upload.h"
 #include "cli/table.h"
-#include "server/core/printable_text.h"
+#include "common/printable_text.h"
 
 namespace ablate {
 namespace {

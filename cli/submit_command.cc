@@ -12,15 +12,15 @@
 #include "cli/script_upload.h"
 #include "cli/sweep_text.h"
 #include "cli/table.h"
-#include "server/core/message_limits.h"
-#include "server/core/printable_text.h"
-#include "server/sweep/spec_prescan.h"
+#include "common/message_limits.h"
+#include "common/printable_text.h"
+#include "common/spec/spec_prescan.h"
 
 namespace ablate {
 namespace {
 
 // SubmitSweep, or UploadSweep in chunks when the request is over the coordinator's message limit
-// (scripts' files; server/core/message_limits.h).
+// (scripts' files; common/message_limits.h).
 grpc::Status SubmitRequest(Client& c, const v1::SubmitSweepRequest& req,
                            v1::SubmitSweepResponse* resp) {
   if (req.ByteSizeLong() + 1024 <= kMaxMessageBytes) {

@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "cli/sweep_text.h"
 #include "cli/table.h"
-#include "server/core/printable_text.h"
+#include "common/printable_text.h"
 
 namespace ablate {
 

@@ -11,6 +11,7 @@
 #include "cli/command_text.h"
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "common/clock.h"
 
 namespace ablate {
 
@@ -52,7 +53,7 @@ int WatchCommand(Client& c, int64_t id) {
          << " failed";
     if (line.str() != last_line) {  // run lines below say what changed; counts only when moved
       last_line = line.str();
-      std::cout << "[" << FormatTimestampMs(NowMs()) << "] " << last_line << "\n";
+      std::cout << "[" << FormatTimestampMs(SystemClock::Get().WallMs()) << "] " << last_line << "\n";
     }
     for (const v1::Run& r : u.runs()) {
       std::cout << "  run " << r.id() << " " << r.variant_name() << " seed " << r.seed() << ": "

@@ -5,6 +5,7 @@
 #include "cli/command_text.h"
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "common/clock.h"
 
 namespace ablate {
 namespace {
@@ -35,7 +36,7 @@ int WorkersCommand(Client& c) {
               << "\n";
     return kExitOk;
   }
-  int64_t now = NowMs();
+  int64_t now = SystemClock::Get().WallMs();
   Table t({"WORKER", "HOST", "GPUS", "CPU_SLOTS", "STATE", "ALLOCATION", "HEARTBEAT", "RUNS",
            "DATASETS"});
   for (const v1::Worker& w : resp.workers()) {

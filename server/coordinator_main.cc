@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "common/message_limits.h"
+#include "common/token_file.h"
 #include "server/core/change_feed.h"
-#include "server/core/message_limits.h"
-#include "server/core/token_file.h"
 #include "server/http/dashboard_server.h"
 #include "server/http/web_root.h"
 #include "server/pools/pools_setup.h"

@@ -15,8 +15,8 @@
 
 #include "absl/base/thread_annotations.h"
 
-#include "server/core/token_file.h"
-#include "server/core/utf8_text.h"
+#include "common/token_file.h"
+#include "common/utf8_text.h"
 #include "worker/command.h"
 #include "worker/datasets.h"
 #include "worker/gpu_probe.h"

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "ablate/v1/types.pb.h"
-#include "server/core/code_snapshot.h"
+#include "absl/status/status.h"
+#include "common/code_snapshot.h"
 #include "server/core/model.h"
 #include "server/sweep/script_spec.h"
 

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <set>
 
+#include "common/clock.h"
 #include "server/core/worker_input.h"
 #include "server/convert/convert.h"
 #include "trainer/config/knob_schema.h"
@@ -26,14 +27,8 @@ absl::StatusOr<std::set<int64_t>> ScriptVariants(const Store& store, int64_t swe
   return ids;
 }
 
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 DispatcherOptions WithDefaults(DispatcherOptions o) {
-  if (!o.clock) o.clock = SystemNowMs;
+  if (!o.clock) o.clock = [] { return SystemClock::Get().WallMs(); };
   return o;
 }
 

@@ -1,7 +1,7 @@
 // sbatch command lines for pilots.
 #include "server/pools/pilot_job.h"
 
-#include "server/core/script_command.h"
+#include "common/script_command.h"
 
 namespace ablate {
 namespace {

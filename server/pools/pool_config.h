@@ -12,7 +12,8 @@
 //       gres: gpu:8               # asked per node; default gpu:<gpus_per_node> (none for 0)
 //       max_nodes: 4              # never hold more nodes than this, pending ones included
 //       time_limit: 2:00:00       # Slurm's time format; default: the partition's
-//       idle_exit: 5m             # a pilot with no work for this long exits (ms, s, m, h)
+//       idle_exit: 5m             # a pilot with no work for this long exits
+//                                 # (common/spec/duration.h: 500ms, 30s, 5m, 2h)
 //       signal_before: 2m         # USR1 (drain) this long before the time limit
 //       sbatch_args: []           # passed through to sbatch
 //       worker: {binary: /opt/ablate/bin/ablate-worker, work_dir: /scratch/ablate,
@@ -32,7 +33,6 @@
 
 #include "absl/status/statusor.h"
 #include "server/pools/pool_container.h"
-#include "server/sweep/duration.h"  // ParseDurationMs (idle_exit, signal_before)
 
 namespace ablate {
 

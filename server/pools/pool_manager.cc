@@ -6,16 +6,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/clock.h"
 #include "server/pools/pilot_job.h"
 
 namespace ablate {
 namespace {
-
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -120,7 +115,7 @@ int64_t PoolManager::slurm_calls() const {
 }
 
 void PoolManager::PollOnce() {
-  const int64_t seen_ms = options_.clock ? options_.clock() : SystemNowMs();
+  const int64_t seen_ms = options_.clock ? options_.clock() : SystemClock::Get().WallMs();
   std::optional<Pilots> pilots = ReadPilots();
   if (!pilots) return;  // squeue failed (logged): nothing is fenced
   for (const auto& [name, config] : pilots->configs) {

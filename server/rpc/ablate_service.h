@@ -49,7 +49,7 @@ class AblateServiceImpl final : public v1::AblateService::Service {
   grpc::Status SubmitSweep(grpc::ServerContext* ctx, const v1::SubmitSweepRequest* req,
                            v1::SubmitSweepResponse* resp) override;
   // The client token is checked before any chunk is read; RESOURCE_EXHAUSTED past
-  // kMaxUploadBytes (server/core/message_limits.h), then as SubmitSweep.
+  // kMaxUploadBytes (common/message_limits.h), then as SubmitSweep.
   grpc::Status UploadSweep(grpc::ServerContext* ctx,
                            grpc::ServerReader<v1::SubmitSweepChunk>* reader,
                            v1::SubmitSweepResponse* resp) override;

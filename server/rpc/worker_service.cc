@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "common/utf8_text.h"
 #include "server/convert/convert.h"
-#include "server/core/utf8_text.h"
 #include "server/rpc/grpc_status.h"
 
 namespace ablate {

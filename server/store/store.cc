@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/clock.h"
 #include "server/store/absl_compat.h"
 #include "server/store/connection.h"
 #include "server/store/connection_pool.h"
@@ -150,12 +151,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(std::string path, StoreOption
   }
   STORE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer_connection,
                          Connection::Open(filename, base));
-  TimestampMs now = options.clock ? options.clock() : 0;
-  if (!options.clock) {
-    now = std::chrono::duration_cast<std::chrono::milliseconds>(
-              std::chrono::system_clock::now().time_since_epoch())
-              .count();
-  }
+  const TimestampMs now = options.clock ? options.clock() : SystemClock::Get().WallMs();
   STORE_ASSIGN_OR_RETURN(
       int version,
       ApplyMigrations(*writer_connection, KnownMigrations(options.max_migrations), path, now));
@@ -186,10 +182,7 @@ Store::Store(std::string path, StoreOptions options, int schema_version,
 Store::~Store() = default;
 
 TimestampMs Store::Now() const {
-  if (options_.clock) return options_.clock();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return options_.clock ? options_.clock() : SystemClock::Get().WallMs();
 }
 
 absl::Status Store::ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) const {

@@ -17,7 +17,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 #include "server/core/model.h"
 
 namespace ablate {

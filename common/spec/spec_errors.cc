@@ -1,5 +1,5 @@
 // Collecting and rendering sweep-spec problems.
-#include "server/sweep/spec_errors.h"
+#include "common/spec/spec_errors.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Size, UTF-8 and nesting scans over raw spec text. The nesting scan is a small state machine
 // that follows just enough YAML (indentation, "- " entries, flow brackets, quotes, comments and
 // block scalars) to bound the depth yaml-cpp will recurse to; it errs towards counting more.
-#include "server/sweep/spec_prescan.h"
+#include "common/spec/spec_prescan.h"
 
 #include <cstdio>
 #include <string>

@@ -2,8 +2,8 @@
 // characters that drive the terminal: C0 controls (ESC, BEL, NUL, CR...), DEL, C1 controls and
 // the Unicode bidirectional overrides that reorder what is shown. One definition for the spec
 // checks (refuse) and the CLI (escape). Pure functions over UTF-8 text.
-#ifndef ABLATE_SERVER_CORE_PRINTABLE_TEXT_H_
-#define ABLATE_SERVER_CORE_PRINTABLE_TEXT_H_
+#ifndef ABLATE_COMMON_PRINTABLE_TEXT_H_
+#define ABLATE_COMMON_PRINTABLE_TEXT_H_
 
 #include <optional>
 #include <string>
@@ -21,4 +21,4 @@ std::string TerminalSafe(std::string_view text);
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_CORE_PRINTABLE_TEXT_H_
+#endif  // ABLATE_COMMON_PRINTABLE_TEXT_H_

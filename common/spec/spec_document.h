@@ -1,14 +1,14 @@
-// Loads the one YAML document of a sweep spec with yaml-cpp, translating its exceptions (here
-// and only here) into positioned spec errors.
-#ifndef ABLATE_SERVER_SWEEP_SPEC_DOCUMENT_H_
-#define ABLATE_SERVER_SWEEP_SPEC_DOCUMENT_H_
+// Loads the one YAML document of a spec file (a sweep spec, the pools file) with yaml-cpp,
+// translating its exceptions (here and only here) into positioned spec errors.
+#ifndef ABLATE_COMMON_SPEC_SPEC_DOCUMENT_H_
+#define ABLATE_COMMON_SPEC_SPEC_DOCUMENT_H_
 
 #include <yaml-cpp/yaml.h>
 
 #include <optional>
 #include <string_view>
 
-#include "server/sweep/spec_errors.h"
+#include "common/spec/spec_errors.h"
 
 namespace ablate {
 
@@ -21,4 +21,4 @@ std::optional<YAML::Node> LoadSpecDocument(std::string_view text, SpecErrors* er
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_SWEEP_SPEC_DOCUMENT_H_
+#endif  // ABLATE_COMMON_SPEC_SPEC_DOCUMENT_H_

@@ -1,5 +1,5 @@
 // Placeholder scanning and expansion for `command:` templates.
-#include "server/core/script_command.h"
+#include "common/script_command.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Reading a token file (client or worker token, as DESIGN §4's authentication uses them), the one
 // way the coordinator, the worker and the CLI all do it.
-#ifndef ABLATE_SERVER_CORE_TOKEN_FILE_H_
-#define ABLATE_SERVER_CORE_TOKEN_FILE_H_
+#ifndef ABLATE_COMMON_TOKEN_FILE_H_
+#define ABLATE_COMMON_TOKEN_FILE_H_
 
 #include <string>
 
@@ -16,4 +16,4 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_CORE_TOKEN_FILE_H_
+#endif  // ABLATE_COMMON_TOKEN_FILE_H_

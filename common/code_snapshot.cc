@@ -1,5 +1,5 @@
 // Snapshot reading, hashing, unpacking and diffing.
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 
 #include <sys/stat.h>
 

@@ -1,6 +1,6 @@
-// UTF-8 validity and boundary-respecting cuts (server/core/utf8_text.h), issue 24: a worker's text
+// UTF-8 validity and boundary-respecting cuts (common/utf8_text.h), issue 24: a worker's text
 // is made valid and cut on character boundaries at the source.
-#include "server/core/utf8_text.h"
+#include "common/utf8_text.h"
 
 #include <gtest/gtest.h>
 

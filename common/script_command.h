@@ -1,7 +1,7 @@
 // The launch of a script run (issue 14), shared by the coordinator (which validates specs) and
 // the worker (which builds the command line): launch kinds and `command:` placeholders.
-#ifndef ABLATE_SERVER_CORE_SCRIPT_COMMAND_H_
-#define ABLATE_SERVER_CORE_SCRIPT_COMMAND_H_
+#ifndef ABLATE_COMMON_SCRIPT_COMMAND_H_
+#define ABLATE_COMMON_SCRIPT_COMMAND_H_
 
 #include <map>
 #include <string>
@@ -42,4 +42,4 @@ std::string EnvNameProblem(std::string_view name);
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_CORE_SCRIPT_COMMAND_H_
+#endif  // ABLATE_COMMON_SCRIPT_COMMAND_H_

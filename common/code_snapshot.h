@@ -2,8 +2,8 @@
 // folder such as a package), content-addressed by SHA-256 so that a run can always be traced to
 // what it ran. The CLI reads them at submit, the coordinator stores each once by hash, workers
 // cache them by hash and write them into the run folder. Plain data and files; no gRPC or SQLite.
-#ifndef ABLATE_SERVER_CORE_CODE_SNAPSHOT_H_
-#define ABLATE_SERVER_CORE_CODE_SNAPSHOT_H_
+#ifndef ABLATE_COMMON_CODE_SNAPSHOT_H_
+#define ABLATE_COMMON_CODE_SNAPSHOT_H_
 
 #include <cstdint>
 #include <string>
@@ -63,4 +63,4 @@ std::string UnifiedDiff(const Snapshot& from, const Snapshot& to);
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_CORE_CODE_SNAPSHOT_H_
+#endif  // ABLATE_COMMON_CODE_SNAPSHOT_H_

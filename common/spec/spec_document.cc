@@ -1,12 +1,12 @@
 // Document loading: one event pass that counts documents (bounded), then one node pass.
-#include "server/sweep/spec_document.h"
+#include "common/spec/spec_document.h"
 
 #include <yaml-cpp/eventhandler.h>
 
 #include <sstream>
 #include <string>
 
-#include "server/sweep/spec_prescan.h"
+#include "common/spec/spec_prescan.h"
 
 namespace ablate {
 namespace {

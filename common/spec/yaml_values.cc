@@ -1,22 +1,20 @@
-// Scalar and knob-value reads over yaml-cpp nodes.
-#include "server/sweep/yaml_values.h"
+// Typed scalar reads over yaml-cpp nodes, with positioned errors.
+#include "common/spec/yaml_values.h"
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
-#include <cstdlib>
+
+#include "common/edit_distance.h"
+#include "common/spec/duration.h"
 
 namespace ablate {
 namespace {
 
-using J = nlohmann::json;
-
-// List knobs hold a few numbers (layer indices, coefficients); longer lists are mistakes.
-constexpr size_t kMaxListValues = 256;
-
 bool IsScalar(const YAML::Node& node) { return node.IsDefined() && node.IsScalar(); }
 
-std::optional<int64_t> ParseInt(std::string_view text) {
+}  // namespace
+
+std::optional<int64_t> ParseYamlInt(std::string_view text) {
   if (!text.empty() && text[0] == '+') text.remove_prefix(1);
   int64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -24,77 +22,11 @@ std::optional<int64_t> ParseInt(std::string_view text) {
   return v;
 }
 
-std::optional<double> ParseDouble(const std::string& text) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  char* end = nullptr;
-  double d = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size()) return std::nullopt;
-  return d;
-}
-
-std::optional<bool> ParseBool(std::string_view text) {
+std::optional<bool> ParseYamlBool(std::string_view text) {
   if (text == "true" || text == "True" || text == "TRUE") return true;
   if (text == "false" || text == "False" || text == "FALSE") return false;
   return std::nullopt;
 }
-
-// A number as JSON: an integer when the text is one, else a double; nullopt when not a number.
-std::optional<J> NumberJson(const std::string& text) {
-  if (std::optional<int64_t> i = ParseInt(text)) return J(*i);
-  if (std::optional<double> d = ParseDouble(text)) return J(*d);
-  return std::nullopt;
-}
-
-// Strips the "knob: " prefix that knob_schema puts on its messages.
-std::string ProblemOnly(const KnobSpec& knob, const std::string& message) {
-  std::string prefix = std::string(knob.name) + ": ";
-  return message.starts_with(prefix) ? message.substr(prefix.size()) : message;
-}
-
-absl::StatusOr<J> RawKnobValue(const KnobSpec& knob, const YAML::Node& value) {
-  bool list = knob.type == KnobType::kIntList || knob.type == KnobType::kFloatList;
-  if (value.IsSequence()) {
-    if (!list) {
-      return absl::InvalidArgumentError("expected a " + std::string(KnobTypeName(knob.type)) +
-                                        ", got a list");
-    }
-    if (value.size() > kMaxListValues) {
-      return absl::InvalidArgumentError("expected at most " + std::to_string(kMaxListValues) +
-                                        " numbers, got " + std::to_string(value.size()));
-    }
-    J out = J::array();
-    for (const YAML::Node& e : value) {
-      std::optional<J> n = IsScalar(e) ? NumberJson(e.Scalar()) : std::nullopt;
-      if (!n)
-        return absl::InvalidArgumentError("expected a list of numbers, got " + DescribeNode(e) +
-                                          " in the list");
-      out.push_back(*n);
-    }
-    return out;
-  }
-  if (!IsScalar(value)) {
-    return absl::InvalidArgumentError("expected a " + std::string(KnobTypeName(knob.type)) +
-                                      ", got " + DescribeNode(value));
-  }
-  const std::string& text = value.Scalar();
-  if (list) {
-    Result<J> parsed = ParseKnobText(knob, text);
-    if (!parsed.ok()) return absl::InvalidArgumentError(ProblemOnly(knob, parsed.error().message));
-    return *parsed;
-  }
-  if (knob.type == KnobType::kBool) {
-    std::optional<bool> b = ParseBool(text);
-    return b ? J(*b) : J(text);
-  }
-  if (knob.type == KnobType::kChoice) return J(text);
-  std::optional<J> n = NumberJson(text);
-  if (!n) {
-    return absl::InvalidArgumentError("expected a number, got '" + text + "'");
-  }
-  return *n;
-}
-
-}  // namespace
 
 std::string DescribeNode(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
@@ -107,7 +39,7 @@ std::string DescribeNode(const YAML::Node& node) {
 
 std::optional<int64_t> ReadInt(const YAML::Node& node, std::string_view path, int64_t lo,
                                int64_t hi, SpecErrors* errors) {
-  std::optional<int64_t> v = IsScalar(node) ? ParseInt(node.Scalar()) : std::nullopt;
+  std::optional<int64_t> v = IsScalar(node) ? ParseYamlInt(node.Scalar()) : std::nullopt;
   if (!v) {
     errors->Add(node, path, "expected an integer, got " + DescribeNode(node));
     return std::nullopt;
@@ -122,7 +54,7 @@ std::optional<int64_t> ReadInt(const YAML::Node& node, std::string_view path, in
 }
 
 std::optional<bool> ReadBool(const YAML::Node& node, std::string_view path, SpecErrors* errors) {
-  std::optional<bool> v = IsScalar(node) ? ParseBool(node.Scalar()) : std::nullopt;
+  std::optional<bool> v = IsScalar(node) ? ParseYamlBool(node.Scalar()) : std::nullopt;
   if (!v) errors->Add(node, path, "expected true or false, got " + DescribeNode(node));
   return v;
 }
@@ -134,6 +66,23 @@ std::optional<std::string> ReadString(const YAML::Node& node, std::string_view p
     return std::nullopt;
   }
   return node.Scalar();
+}
+
+std::optional<int64_t> ReadDurationMs(const YAML::Node& node, std::string_view path,
+                                      SpecErrors* errors) {
+  std::optional<std::string> text = ReadString(node, path, errors);
+  if (!text) return std::nullopt;
+  std::string problem;
+  std::optional<int64_t> ms = ParseDurationMs(*text, &problem);
+  if (!ms) errors->Add(node, path, problem);
+  return ms;
+}
+
+absl::StatusOr<int64_t> DurationMsOrError(std::string_view text) {
+  std::string problem;
+  std::optional<int64_t> ms = ParseDurationMs(text, &problem);
+  if (!ms) return absl::InvalidArgumentError(problem);
+  return *ms;
 }
 
 bool IsValidName(std::string_view name) {
@@ -194,19 +143,6 @@ std::string DidYouMean(const std::vector<std::string>& names) {
   std::string out = "; did you mean ";
   for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
   return out + "?";
-}
-
-absl::StatusOr<J> KnobValueFromYaml(const KnobSpec& knob, const YAML::Node& value) {
-  if (!value.IsDefined() || value.IsNull()) {
-    return absl::InvalidArgumentError("has no value");
-  }
-  absl::StatusOr<J> raw = RawKnobValue(knob, value);
-  if (!raw.ok()) return raw.status();
-  Result<J> checked = ValidateKnobValue(knob, *raw);
-  if (!checked.ok()) {
-    return absl::InvalidArgumentError(ProblemOnly(knob, checked.error().message));
-  }
-  return *checked;
 }
 
 }  // namespace ablate

@@ -1,8 +1,8 @@
 // Sizes of gRPC messages the coordinator accepts (issue 24): every message is at most
 // kMaxMessageBytes, applied by gRPC before a handler (and so before the token check) runs; only
 // AblateService.UploadSweep takes more, in chunks, and only after checking the client token.
-#ifndef ABLATE_SERVER_CORE_MESSAGE_LIMITS_H_
-#define ABLATE_SERVER_CORE_MESSAGE_LIMITS_H_
+#ifndef ABLATE_COMMON_MESSAGE_LIMITS_H_
+#define ABLATE_COMMON_MESSAGE_LIMITS_H_
 
 #include <cstddef>
 
@@ -22,4 +22,4 @@ inline constexpr size_t kGrpcBufferBytes = size_t{32} << 20;
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_CORE_MESSAGE_LIMITS_H_
+#endif  // ABLATE_COMMON_MESSAGE_LIMITS_H_

@@ -1,4 +1,4 @@
-#include "server/core/token_file.h"
+#include "common/token_file.h"
 
 #include <fstream>
 #include <sstream>

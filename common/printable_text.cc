@@ -1,5 +1,5 @@
 // Control-character detection and escaping over UTF-8 text.
-#include "server/core/printable_text.h"
+#include "common/printable_text.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -1,14 +1,14 @@
-// Checks on the raw bytes of a sweep spec, run before yaml-cpp sees them: size, UTF-8 and
-// nesting depth. yaml-cpp parses recursively, so a spec nested deeper than kMaxSpecDepth is
-// refused here and the parser never recurses deeply, whatever the input.
-#ifndef ABLATE_SERVER_SWEEP_SPEC_PRESCAN_H_
-#define ABLATE_SERVER_SWEEP_SPEC_PRESCAN_H_
+// Checks on the raw bytes of a spec file (a sweep spec, the pools file), run before yaml-cpp
+// sees them: size, UTF-8 and nesting depth. yaml-cpp parses recursively, so a spec nested deeper
+// than kMaxSpecDepth is refused here and the parser never recurses deeply, whatever the input.
+#ifndef ABLATE_COMMON_SPEC_SPEC_PRESCAN_H_
+#define ABLATE_COMMON_SPEC_SPEC_PRESCAN_H_
 
 #include <cstddef>
 #include <optional>
 #include <string_view>
 
-#include "server/sweep/spec_errors.h"
+#include "common/spec/spec_errors.h"
 
 namespace ablate {
 
@@ -27,4 +27,4 @@ std::optional<SpecPosition> FindTabIndentation(std::string_view text, int line);
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_SWEEP_SPEC_PRESCAN_H_
+#endif  // ABLATE_COMMON_SPEC_SPEC_PRESCAN_H_

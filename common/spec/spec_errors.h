@@ -1,7 +1,8 @@
-// The problems found in one sweep spec, rendered as a single INVALID_ARGUMENT status with one
-// line per problem: "file:line:column: key.path: problem". Positions are 1-based.
-#ifndef ABLATE_SERVER_SWEEP_SPEC_ERRORS_H_
-#define ABLATE_SERVER_SWEEP_SPEC_ERRORS_H_
+// The problems found in one spec file (a sweep spec, the pools file), rendered as a single
+// INVALID_ARGUMENT status with one line per problem: "file:line:column: key.path: problem".
+// Positions are 1-based.
+#ifndef ABLATE_COMMON_SPEC_SPEC_ERRORS_H_
+#define ABLATE_COMMON_SPEC_SPEC_ERRORS_H_
 
 #include <yaml-cpp/yaml.h>
 
@@ -74,4 +75,4 @@ std::string KeyPath(std::string_view parent, std::string_view key);
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_SWEEP_SPEC_ERRORS_H_
+#endif  // ABLATE_COMMON_SPEC_SPEC_ERRORS_H_

@@ -1,5 +1,5 @@
 // UTF-8 validity and boundary-respecting cuts (RFC 3629: no overlongs, no surrogates, <= U+10FFFF).
-#include "server/core/utf8_text.h"
+#include "common/utf8_text.h"
 
 namespace ablate {
 namespace {

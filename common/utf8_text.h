@@ -1,8 +1,8 @@
 // UTF-8 text from outside (a worker's stderr, a script's error): made valid and cut on character
 // boundaries, so that it fits a proto3 string field and every reader. Used by the worker, which
 // makes its text valid at the source, and by the coordinator, which checks what arrives.
-#ifndef ABLATE_SERVER_CORE_UTF8_TEXT_H_
-#define ABLATE_SERVER_CORE_UTF8_TEXT_H_
+#ifndef ABLATE_COMMON_UTF8_TEXT_H_
+#define ABLATE_COMMON_UTF8_TEXT_H_
 
 #include <cstddef>
 #include <string>
@@ -28,4 +28,4 @@ std::string_view Utf8Tail(std::string_view text, size_t max_bytes);
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_CORE_UTF8_TEXT_H_
+#endif  // ABLATE_COMMON_UTF8_TEXT_H_
