@@ -290,7 +290,8 @@ void Dispatcher::Unregister(const std::string& worker_id, const WorkerSession* s
 
 void Dispatcher::OnHeartbeat(const std::string& worker_id) {
   // Every message proves liveness; the store hears of it at most once per heartbeat interval,
-  // so that metric batches do not each cost a second write.
+  // so that metric batches do not each cost a second write, and without waiting: the touch is
+  // committed with the writer's next group (the metric batch that carried it, usually).
   int64_t now = Now();
   bool persist = false;
   {
@@ -303,7 +304,7 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id) {
       persist = true;
     }
   }
-  if (persist) (void)store_->TouchWorker(worker_id, now);
+  if (persist) store_->TouchWorkerLater(worker_id, now);
 }
 
 void Dispatcher::OnDatasets(const std::string& worker_id, std::vector<std::string> datasets) {
