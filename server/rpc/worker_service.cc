@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,12 @@ class WorkerStreamCore : public WorkerSession,
   // On the pool: handles queued messages in order; the stream's only task at any time.
   void Drain() {
     for (int n = 0; n < kBurst; ++n) {
+      if (held_) {
+        std::string bytes = std::move(*held_);
+        held_.reset();
+        if (!HandleOne(bytes)) return;  // held again: AppendDone reschedules
+        continue;
+      }
       std::string bytes;
       bool end = false;
       {
@@ -212,15 +219,80 @@ class WorkerStreamCore : public WorkerSession,
         End();
         continue;  // the loop then finds nothing left and clears `scheduled_`
       }
-      HandleOne(bytes);
+      if (!HandleOne(bytes)) return;  // AppendDone reschedules
     }
     Schedule();  // more may be queued: give other streams a turn first
   }
 
-  void HandleOne(const std::string& bytes) {
-    if (refused_) return;
-    if (worker_id_.empty()) return Hello(bytes);
-    service_->Handle(worker_id_, bytes, *this);
+  // Handles one message; false when it must wait for the stream's appends in flight (it is
+  // then held, and handled first once they are done).
+  bool HandleOne(const std::string& bytes) {
+    if (refused_) return true;
+    if (worker_id_.empty()) {
+      Hello(bytes);
+      return true;
+    }
+    v1::WorkerMessage msg;
+    if (!msg.ParseFromString(bytes)) {
+      if (!SettledOrHeld(bytes)) return false;
+      service_->HandleUnparsable(worker_id_, bytes, *this);
+      return true;
+    }
+    if (msg.has_metrics() && AppendsBelow(WorkerServiceImpl::kMaxAppendsInFlight)) {
+      // Several batches of one stream may wait for the same group commit; their Acks follow
+      // the ack contract (committed prefix), whatever order the completions come in.
+      service_->dispatcher_->OnMetricsAsync(
+          worker_id_, msg.metrics(),
+          [self = shared_from_this()](std::vector<v1::CoordinatorMessage> replies) {
+            for (const v1::CoordinatorMessage& r : replies) self->Send(r);
+            self->AppendDone();
+          });
+      return true;
+    }
+    // Any other message sees every batch sent before it committed (RunFinished checks that).
+    if (!SettledOrHeld(bytes)) return false;
+    service_->Handle(worker_id_, msg, *this);
+    return true;
+  }
+
+  // True when no append is in flight. Else `bytes` is held (before AppendDone can see that
+  // Drain waits, so that the Drain it schedules finds it) and false.
+  bool SettledOrHeld(const std::string& bytes) {
+    held_ = bytes;
+    if (!AppendsSettled()) return false;
+    held_.reset();
+    return true;
+  }
+
+  // Counts one more append in flight when fewer than `limit` are; else false.
+  bool AppendsBelow(int limit) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (appends_in_flight_ >= limit) {
+      return false;
+    }
+    ++appends_in_flight_;
+    return true;
+  }
+
+  // True when no append is in flight; else the last one to finish schedules Drain again.
+  bool AppendsSettled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (appends_in_flight_ == 0) return true;
+    waiting_for_appends_ = true;
+    return false;
+  }
+
+  void AppendDone() {
+    bool resume = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --appends_in_flight_;
+      if (appends_in_flight_ == 0 && waiting_for_appends_) {
+        waiting_for_appends_ = false;
+        resume = true;  // Drain stopped without clearing `scheduled_`: nobody else schedules it
+      }
+    }
+    if (resume) Schedule();
   }
 
   void Hello(const std::string& bytes) {
@@ -263,6 +335,7 @@ class WorkerStreamCore : public WorkerSession,
   // Used by the pool task only (one at a time per stream).
   std::string worker_id_;  // set once the Hello is registered
   bool refused_ = false;   // the stream is finishing with an error: ignore what follows
+  std::optional<std::string> held_;  // a message waiting for the appends in flight
 
   std::mutex mu_;
   WorkerServiceImpl::RawReactor* reactor_ ABSL_GUARDED_BY(mu_);
@@ -274,6 +347,8 @@ class WorkerStreamCore : public WorkerSession,
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool read_done_ ABSL_GUARDED_BY(mu_) = false;  // no more messages will come
   bool ended_ ABSL_GUARDED_BY(mu_) = false;      // End() ran
+  int appends_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // metric batches given to the store
+  bool waiting_for_appends_ ABSL_GUARDED_BY(mu_) = false;  // Drain stopped until they are done
   std::deque<grpc::ByteBuffer> out_ ABSL_GUARDED_BY(mu_);  // front: being written
   size_t unsent_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -321,17 +396,18 @@ WorkerServiceImpl::RawReactor* WorkerServiceImpl::Connect(grpc::CallbackServerCo
   return new WorkerStream(this, ctx);
 }
 
-void WorkerServiceImpl::Handle(const std::string& worker_id, const std::string& bytes,
+void WorkerServiceImpl::HandleUnparsable(const std::string& worker_id, const std::string& bytes,
+                                         WorkerSession& session) {
+  RawFacts facts = ReadRaw(bytes);
+  for (const v1::CoordinatorMessage& r :
+       dispatcher_->OnUnparsable(worker_id, facts.attempt_id, facts.fencing_token, facts.why)) {
+    session.Send(r);
+  }
+}
+
+void WorkerServiceImpl::Handle(const std::string& worker_id, const v1::WorkerMessage& msg,
                                WorkerSession& session) {
   std::vector<v1::CoordinatorMessage> replies;
-  v1::WorkerMessage msg;
-  if (!msg.ParseFromString(bytes)) {
-    RawFacts facts = ReadRaw(bytes);
-    replies =
-        dispatcher_->OnUnparsable(worker_id, facts.attempt_id, facts.fencing_token, facts.why);
-    for (const v1::CoordinatorMessage& r : replies) session.Send(r);
-    return;
-  }
   switch (msg.msg_case()) {
     case v1::WorkerMessage::kHeartbeat:
       dispatcher_->OnHeartbeat(worker_id);

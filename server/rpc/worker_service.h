@@ -37,6 +37,9 @@ class WorkerServiceImpl final
   static constexpr size_t kMaxQueuedBytes = size_t{16} << 20;
   static constexpr size_t kMaxUnsentMessages = 16384;
   static constexpr size_t kMaxUnsentBytes = size_t{64} << 20;
+  // Metric batches of one stream that may wait for the store at once (Dispatcher::OnMetricsAsync);
+  // any other message waits until those before it are committed.
+  static constexpr int kMaxAppendsInFlight = 256;
 
   // `dispatcher`, `auth` and `store` must outlive the service, and the service must outlive the
   // grpc::Server it is registered with (its pool finishes the streams during Shutdown). Without
@@ -53,8 +56,12 @@ class WorkerServiceImpl final
 
  private:
   friend class WorkerStreamCore;
-  // One message after the Hello, from the stream of `worker_id`; replies go to `session`.
-  void Handle(const std::string& worker_id, const std::string& bytes, WorkerSession& session);
+  // One message after the Hello (not a metric batch), from the stream of `worker_id`; replies
+  // go to `session`.
+  void Handle(const std::string& worker_id, const v1::WorkerMessage& msg, WorkerSession& session);
+  // A message that did not parse (Dispatcher::OnUnparsable).
+  void HandleUnparsable(const std::string& worker_id, const std::string& bytes,
+                        WorkerSession& session);
 
   Dispatcher* const dispatcher_;
   const TokenAuth* const auth_;

@@ -189,6 +189,14 @@ class Store {
   absl::StatusOr<bool> AppendMetrics(int64_t run_id, int64_t attempt_id, int64_t fencing_token,
                                      int64_t seq, const std::vector<MetricPoint>& points,
                                      std::optional<int64_t> resumed_from_step = std::nullopt);
+  // AppendMetrics without waiting (issue 28): queued into the writer's next group commit; `done`
+  // gets what AppendMetrics would have returned, on the writer thread once that transaction
+  // ended (keep it short: queue the reply, do not call the store). `done` is not called, and
+  // false is returned, when the store is closing.
+  using AppendDone = std::function<void(absl::StatusOr<bool>)>;
+  bool AppendMetricsLater(int64_t run_id, int64_t attempt_id, int64_t fencing_token, int64_t seq,
+                          std::vector<MetricPoint> points, std::optional<int64_t> resumed_from_step,
+                          AppendDone done);
   // The seqs of the attempt's committed batches, ascending (the coordinator's ack contract:
   // Ack(seq) only for a committed prefix, DESIGN §4).
   absl::StatusOr<std::vector<int64_t>> CommittedBatchSeqs(int64_t attempt_id) const;

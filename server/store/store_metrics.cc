@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/store/connection.h"
 #include "server/store/downsample.h"
@@ -13,6 +14,7 @@
 #include "server/store/status_macros.h"
 #include "server/store/store.h"
 #include "server/store/store_queries.h"
+#include "server/store/writer.h"
 
 namespace ablate {
 
@@ -284,6 +286,31 @@ absl::StatusOr<bool> Store::AppendMetrics(int64_t run_id, int64_t attempt_id, in
                         resumed_from_step, now);
       },
       Fences::kKeep);
+}
+
+bool Store::AppendMetricsLater(int64_t run_id, int64_t attempt_id, int64_t fencing_token,
+                               int64_t seq, std::vector<MetricPoint> points,
+                               std::optional<int64_t> resumed_from_step, AppendDone done) {
+  struct Append {
+    std::vector<MetricPoint> points;
+    absl::StatusOr<bool> duplicate = false;
+  };
+  auto append = std::make_shared<Append>();
+  append->points = std::move(points);
+  const TimestampMs now = Now();
+  // Not through WriteTx (it blocks): kKeep as AppendMetrics, the disk-full message as WriteTx's.
+  return writer_->Post(
+      [=, this](Connection& c) {
+        append->duplicate = AppendTx(c, *fences_, run_id, attempt_id, fencing_token, seq,
+                                     append->points, resumed_from_step, now);
+        return append->duplicate.status();
+      },
+      [append, done = std::move(done), this](const absl::Status& status) {
+        if (status.ok()) return done(append->duplicate);
+        const bool full = status.code() == absl::StatusCode::kResourceExhausted &&
+                          absl::StrContains(status.message(), "disk is full");
+        done(full ? DiskFull(status) : status);
+      });
 }
 
 absl::StatusOr<MetricCurve> Store::GetMetrics(int64_t run_id, int max_points) const {

@@ -32,8 +32,8 @@ bool Writer::Enqueue(Pending* pending) {
   return true;
 }
 
-bool Writer::Post(OwnedJob job) {
-  auto pending = std::make_unique<Pending>(std::move(job));
+bool Writer::Post(OwnedJob job, Done done) {
+  auto pending = std::make_unique<Pending>(std::move(job), std::move(done));
   if (!Enqueue(pending.get())) return false;
   pending.release();  // the writer thread deletes it once it ran
   return true;
@@ -80,6 +80,7 @@ void Writer::Loop() {
     // After Notify a caller may return and destroy its Pending: touch nothing of it afterwards.
     for (Pending* pending : batch) {
       if (pending->detached) {
+        if (pending->on_done) pending->on_done(pending->status);
         delete pending;
       } else {
         pending->done.Notify();

@@ -36,8 +36,9 @@ class Writer {
   // inline lives long enough.
   using Job = absl::FunctionRef<absl::Status(Connection&)>;
 
-  // An owned job, for Post().
+  // An owned job, and what learns its outcome, for Post().
   using OwnedJob = std::function<absl::Status(Connection&)>;
+  using Done = std::function<void(const absl::Status&)>;
 
   // `on_lost`, when set, runs on the writer thread each time a transaction does not commit
   // (BEGIN or COMMIT failed, or SQLite rolled it back), before the callers hear of it: what was
@@ -56,8 +57,10 @@ class Writer {
 
   // Queues `job` without waiting: it runs in the next transaction, in queue order with every
   // other job (a later Write() from the same thread commits in the same transaction or after
-  // it). Its outcome is not reported. False (and nothing queued) once the writer is stopping.
-  bool Post(OwnedJob job);
+  // it). `done`, when given, gets the outcome Write() would have returned, on the writer thread
+  // after the transaction ended: it must be short and must not call back into the Writer.
+  // False (and nothing queued, `done` not called) once the writer is stopping.
+  bool Post(OwnedJob job, Done done = nullptr);
 
   // Number of transactions committed so far (for tests of batching).
   int64_t transactions() const;
@@ -68,11 +71,15 @@ class Writer {
   struct Pending {
     explicit Pending(Job j) : job(j) {}
     // Post(): the job lives here, and the writer deletes the Pending once it ran.
-    explicit Pending(OwnedJob j)
-        : owned(std::make_unique<OwnedJob>(std::move(j))), job(*owned), detached(true) {}
+    Pending(OwnedJob j, Done d)
+        : owned(std::make_unique<OwnedJob>(std::move(j))),
+          job(*owned),
+          detached(true),
+          on_done(std::move(d)) {}
     std::unique_ptr<OwnedJob> owned;  // before `job`, which refers to it
     Job job;
     const bool detached = false;
+    Done on_done;  // Post() only
     absl::Status status;      // written by the writer thread before `done` is notified
     Pending* next = nullptr;  // guarded by mu_ while queued
     absl::Notification done;
