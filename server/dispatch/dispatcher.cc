@@ -366,8 +366,9 @@ std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& wor
   if (plan.done) return std::move(plan.replies);
   absl::Status s = plan.status;
   if (plan.append) {
-    s = store_->AppendMetrics(plan.run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(),
-                              plan.points, plan.resumed)
+    s = store_
+            ->AppendMetrics(plan.run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(),
+                            plan.points, plan.resumed)
             .status();
   }
   return MetricsStored(msg.attempt_id(), msg.seq(), s);
@@ -399,17 +400,17 @@ Dispatcher::MetricsPlan Dispatcher::PlanMetrics(const std::string& worker_id,
   plan.done = true;
   const std::string what = "metric batch " + std::to_string(msg.seq());
   if (!HoldsAttempt(worker_id, msg.attempt_id(), msg.fencing_token())) {
-    plan.replies = RefuseForeign(worker_id, msg.attempt_id(), what,
-                                 AckOf(msg.attempt_id(), msg.seq(), false));
+    plan.replies =
+        RefuseForeign(worker_id, msg.attempt_id(), what, AckOf(msg.attempt_id(), msg.seq(), false));
     return plan;
   }
   if (msg.points_size() > kMaxPointsPerBatch) {  // before the points are copied
-    plan.replies = RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), what,
-                               absl::InvalidArgumentError(
-                                   "batch of " + std::to_string(msg.points_size()) +
-                                   " points is over the limit of " +
-                                   std::to_string(kMaxPointsPerBatch) + " per batch"),
-                               AckOf(msg.attempt_id(), msg.seq(), false));
+    plan.replies =
+        RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), what,
+                    absl::InvalidArgumentError("batch of " + std::to_string(msg.points_size()) +
+                                               " points is over the limit of " +
+                                               std::to_string(kMaxPointsPerBatch) + " per batch"),
+                    AckOf(msg.attempt_id(), msg.seq(), false));
     return plan;
   }
   plan.points.reserve(msg.points_size());

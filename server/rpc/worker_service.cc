@@ -208,7 +208,8 @@ class WorkerStreamCore : public WorkerSession,
           bytes = std::move(in_.front());
           in_.pop_front();
           queued_bytes_ -= bytes.size();
-          if (read_paused_ && !finish_requested_ && in_.size() <= WorkerServiceImpl::kMaxQueuedMessages / 2 &&
+          if (read_paused_ && !finish_requested_ &&
+              in_.size() <= WorkerServiceImpl::kMaxQueuedMessages / 2 &&
               queued_bytes_ <= WorkerServiceImpl::kMaxQueuedBytes / 2) {
             read_paused_ = false;
             reactor_->StartRead(read_buffer_);
@@ -333,21 +334,21 @@ class WorkerStreamCore : public WorkerSession,
 
   WorkerServiceImpl* const service_;
   // Used by the pool task only (one at a time per stream).
-  std::string worker_id_;  // set once the Hello is registered
-  bool refused_ = false;   // the stream is finishing with an error: ignore what follows
+  std::string worker_id_;            // set once the Hello is registered
+  bool refused_ = false;             // the stream is finishing with an error: ignore what follows
   std::optional<std::string> held_;  // a message waiting for the appends in flight
 
   std::mutex mu_;
   WorkerServiceImpl::RawReactor* reactor_ ABSL_GUARDED_BY(mu_);
-  grpc::CallbackServerContext* const ctx_;  // valid while reactor_ is
-  grpc::ByteBuffer* const read_buffer_;     // the reactor's; filled by gRPC between reads
+  grpc::CallbackServerContext* const ctx_;           // valid while reactor_ is
+  grpc::ByteBuffer* const read_buffer_;              // the reactor's; filled by gRPC between reads
   std::deque<std::string> in_ ABSL_GUARDED_BY(mu_);  // read, not handled yet
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool scheduled_ ABSL_GUARDED_BY(mu_) = false;  // a Drain task is queued or running
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
-  bool read_done_ ABSL_GUARDED_BY(mu_) = false;  // no more messages will come
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;      // End() ran
-  int appends_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // metric batches given to the store
+  bool read_done_ ABSL_GUARDED_BY(mu_) = false;            // no more messages will come
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;                // End() ran
+  int appends_in_flight_ ABSL_GUARDED_BY(mu_) = 0;         // metric batches given to the store
   bool waiting_for_appends_ ABSL_GUARDED_BY(mu_) = false;  // Drain stopped until they are done
   std::deque<grpc::ByteBuffer> out_ ABSL_GUARDED_BY(mu_);  // front: being written
   size_t unsent_bytes_ ABSL_GUARDED_BY(mu_) = 0;
@@ -414,8 +415,7 @@ void WorkerServiceImpl::Handle(const std::string& worker_id, const v1::WorkerMes
       dispatcher_->OnDraining(worker_id, msg.heartbeat().draining());
       if (msg.heartbeat().has_datasets() &&
           !Dispatcher::CheckDatasets(msg.heartbeat().datasets().names()).ok()) {
-        std::cerr << "ablate-coordinator: the dataset list of worker " << worker_id
-                  << " ignored: "
+        std::cerr << "ablate-coordinator: the dataset list of worker " << worker_id << " ignored: "
                   << Dispatcher::CheckDatasets(msg.heartbeat().datasets().names()).message()
                   << std::endl;
       } else if (msg.heartbeat().has_datasets()) {
@@ -426,13 +426,20 @@ void WorkerServiceImpl::Handle(const std::string& worker_id, const v1::WorkerMes
     case v1::WorkerMessage::kRunStarted:
       dispatcher_->OnRunStarted(worker_id, msg.run_started());
       break;
-    case v1::WorkerMessage::kMetrics: replies = dispatcher_->OnMetrics(worker_id, msg.metrics()); break;
+    case v1::WorkerMessage::kMetrics:
+      replies = dispatcher_->OnMetrics(worker_id, msg.metrics());
+      break;
     case v1::WorkerMessage::kRunFinished:
       replies = dispatcher_->OnRunFinished(worker_id, msg.run_finished());
       break;
-    case v1::WorkerMessage::kNcclId: dispatcher_->OnNcclId(worker_id, msg.nccl_id()); break;
-    case v1::WorkerMessage::kRelease: dispatcher_->OnRelease(worker_id, msg.release()); break;
-    default: break;  // a second Hello is ignored
+    case v1::WorkerMessage::kNcclId:
+      dispatcher_->OnNcclId(worker_id, msg.nccl_id());
+      break;
+    case v1::WorkerMessage::kRelease:
+      dispatcher_->OnRelease(worker_id, msg.release());
+      break;
+    default:
+      break;  // a second Hello is ignored
   }
   for (const v1::CoordinatorMessage& r : replies) session.Send(r);
 }

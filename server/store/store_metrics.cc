@@ -69,9 +69,8 @@ constexpr char kUpsertPoint[] =
     "train_time_ms = COALESCE(excluded.train_time_ms, train_time_ms), "
     "tokens = COALESCE(excluded.tokens, tokens)";
 
-absl::StatusOr<bool> AppendTx(Connection& c, FenceCache& fences, int64_t run_id,
-                              int64_t attempt_id, int64_t token, int64_t seq,
-                              const std::vector<MetricPoint>& points,
+absl::StatusOr<bool> AppendTx(Connection& c, FenceCache& fences, int64_t run_id, int64_t attempt_id,
+                              int64_t token, int64_t seq, const std::vector<MetricPoint>& points,
                               std::optional<int64_t> resumed_from_step, TimestampMs now) {
   // From memory when this attempt passed the check and nothing but appends was written since.
   if (!fences.Knows(run_id, attempt_id, token)) {

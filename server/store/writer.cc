@@ -5,8 +5,7 @@
 
 namespace ablate {
 
-Writer::Writer(std::unique_ptr<Connection> connection, int max_batch,
-               std::function<void()> on_lost)
+Writer::Writer(std::unique_ptr<Connection> connection, int max_batch, std::function<void()> on_lost)
     : connection_(std::move(connection)),
       max_batch_(max_batch < 1 ? 1 : max_batch),
       on_lost_(std::move(on_lost)),

@@ -79,7 +79,7 @@ class Writer {
     std::unique_ptr<OwnedJob> owned;  // before `job`, which refers to it
     Job job;
     const bool detached = false;
-    Done on_done;  // Post() only
+    Done on_done;             // Post() only
     absl::Status status;      // written by the writer thread before `done` is notified
     Pending* next = nullptr;  // guarded by mu_ while queued
     absl::Notification done;

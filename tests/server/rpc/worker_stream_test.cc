@@ -48,8 +48,8 @@ v1::MetricPoint Point(int64_t step) {
 // One simulated worker: Hello, its Assignment, kSteps batches sent without waiting plus batch 3
 // again, the Acks up to kSteps, then the result. Returns what went wrong, or "".
 std::string RunWorker(const std::string& address, int index, std::atomic<int>* connected) {
-  auto stub = v1::WorkerService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub =
+      v1::WorkerService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 120s);
   auto stream = stub->Connect(&ctx);
@@ -114,10 +114,10 @@ std::string RunWorker(const std::string& address, int index, std::atomic<int>* c
 
 TEST(WorkerStreamTest, ManyStreamsHoldNoThreadEachAndEveryAcknowledgedPointIsStoredOnce) {
   testing::TempDir dir;
-  Subprocess coordinator({ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
-                          dir.path(), "--port-file", dir.path() + "/port", "--lease-ms", "60000",
-                          "--http", "off"},
-                         dir.path());
+  Subprocess coordinator(
+      {ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir.path(), "--port-file",
+       dir.path() + "/port", "--lease-ms", "60000", "--http", "off"},
+      dir.path());
   for (int i = 0; i < 1500 && !fs::exists(dir.path() + "/port"); ++i) {
     std::this_thread::sleep_for(20ms);
   }
@@ -142,13 +142,15 @@ TEST(WorkerStreamTest, ManyStreamsHoldNoThreadEachAndEveryAcknowledgedPointIsSto
   }
   // Submitted once every worker is connected, so that each gets one run in the first pass.
   for (int i = 0; i < 3000 && connected.load() < kWorkers; ++i) std::this_thread::sleep_for(10ms);
-  auto client = v1::AblateService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto client =
+      v1::AblateService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   v1::SubmitSweepRequest req;
-  req.set_spec_yaml("name: streams\nbaseline: {preset: r9-shortcuts, scale: tiny, set: "
-                    "{num_iterations: " + std::to_string(kSteps) + "}}\nseeds: " +
-                    std::to_string(kWorkers) + "\ngpus_per_run: 0\ndataset: bench\n"
-                    "max_attempts: 1\n");
+  req.set_spec_yaml(
+      "name: streams\nbaseline: {preset: r9-shortcuts, scale: tiny, set: "
+      "{num_iterations: " +
+      std::to_string(kSteps) + "}}\nseeds: " + std::to_string(kWorkers) +
+      "\ngpus_per_run: 0\ndataset: bench\n"
+      "max_attempts: 1\n");
   req.set_file_name("streams.yaml");
   v1::SubmitSweepResponse resp;
   grpc::ClientContext submit_ctx;
@@ -168,14 +170,16 @@ TEST(WorkerStreamTest, ManyStreamsHoldNoThreadEachAndEveryAcknowledgedPointIsSto
   EXPECT_LT(peak.load(), kWorkers / 2 + idle_threads)
       << "coordinator threads: " << idle_threads << " idle, " << peak.load() << " at most with "
       << kWorkers << " streams";
-  std::cerr << "coordinator threads: " << idle_threads << " idle, peak " << peak.load()
-            << " with " << kWorkers << " streams\n";
+  std::cerr << "coordinator threads: " << idle_threads << " idle, peak " << peak.load() << " with "
+            << kWorkers << " streams\n";
 
   const std::string db = dir.path() + "/ablate.db";
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM metrics"), kWorkers * kSteps);
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM metric_batches"), kWorkers * kSteps);
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM (SELECT attempt_id FROM metrics GROUP BY "
-                         "attempt_id HAVING COUNT(*) = " + std::to_string(kSteps) +
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT COUNT(*) FROM (SELECT attempt_id FROM metrics GROUP BY "
+                     "attempt_id HAVING COUNT(*) = " +
+                         std::to_string(kSteps) +
                          " AND COUNT(DISTINCT step) = " + std::to_string(kSteps) + ")"),
             kWorkers);
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM runs WHERE state = 'succeeded'"), kWorkers);

@@ -104,8 +104,8 @@ TEST(GroupCommitTest, ConcurrentAppendsCommitTogetherAndARefusedBatchSpoilsNoOth
     threads.emplace_back([&, i] {
       for (int seq = 1; seq <= kBatches; ++seq) {
         if (seq % 10 == 0) store->TouchWorkerLater("w", 5000 + seq);
-        absl::StatusOr<bool> dup = store->AppendMetrics(
-            runs[i].id, attempts[i].id, attempts[i].fencing_token, seq, Step(seq));
+        absl::StatusOr<bool> dup = store->AppendMetrics(runs[i].id, attempts[i].id,
+                                                        attempts[i].fencing_token, seq, Step(seq));
         if (i == 0) {
           EXPECT_EQ(dup.status().code(), absl::StatusCode::kFailedPrecondition);
           refused += dup.ok() ? 0 : 1;
