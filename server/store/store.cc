@@ -19,6 +19,7 @@
 #include "server/store/absl_compat.h"
 #include "server/store/connection.h"
 #include "server/store/connection_pool.h"
+#include "server/store/fence_cache.h"
 #include "server/store/migrations.h"
 #include "server/store/row_codec.h"
 #include "server/store/status_macros.h"
@@ -166,17 +167,22 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(std::string path, StoreOption
     // Fail at Open rather than at the first read when readers cannot connect.
     STORE_ASSIGN_OR_RETURN(ConnectionPool::Lease probe, readers->Acquire());
   }
-  auto writer = std::make_unique<Writer>(std::move(writer_connection), options.max_batch);
+  auto fences = std::make_shared<FenceCache>();
+  auto writer = std::make_unique<Writer>(std::move(writer_connection), options.max_batch,
+                                         [fences] { fences->Clear(); });
   return std::unique_ptr<Store>(new Store(std::move(path), std::move(options), version,
-                                          std::move(readers), std::move(writer)));
+                                          std::move(readers), std::move(fences),
+                                          std::move(writer)));
 }
 
 Store::Store(std::string path, StoreOptions options, int schema_version,
-             std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer)
+             std::unique_ptr<ConnectionPool> readers, std::shared_ptr<FenceCache> fences,
+             std::unique_ptr<Writer> writer)
     : path_(std::move(path)),
       options_(std::move(options)),
       schema_version_(schema_version),
       readers_(std::move(readers)),
+      fences_(std::move(fences)),
       writer_(std::move(writer)) {}
 
 Store::~Store() = default;
@@ -195,8 +201,12 @@ absl::Status Store::ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) cons
   return status.ok() ? end : status;
 }
 
-absl::Status Store::WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn) {
-  absl::Status s = writer_->Write([&fn](Connection& c) { return fn(c); });
+absl::Status Store::WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn, Fences fences) {
+  absl::Status s = writer_->Write([&fn, fences, this](Connection& c) {
+    // Before the job touches anything: a check cached earlier may be about to change.
+    if (fences == Fences::kForget) fences_->Clear();
+    return fn(c);
+  });
   if (s.code() != absl::StatusCode::kResourceExhausted ||
       !absl::StrContains(s.message(), "disk is full")) {
     return s;
