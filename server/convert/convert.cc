@@ -140,7 +140,6 @@ void ToProto(const Run& in, v1::Run* out) {
 void ToProto(const Attempt& in, v1::Attempt* out) {
   out->set_id(in.id);
   out->set_number(in.number);
-  out->set_fencing_token(in.fencing_token);
   out->set_worker_id(in.worker_id);
   out->set_state(std::string(AttemptStateName(in.state)));
   out->set_exit_code(in.exit_code);
