@@ -217,7 +217,8 @@ void FillConfound(const ConfoundCheck& c, v1::ConfoundCheck* out) {
 ConfoundCheck CheckSweepConfound(const SweepRows& rows) {
   std::vector<SameWorkGroup> groups;
   auto add = [&](const VariantRows& v) {
-    groups.push_back({v.variant.name, MetricValues(v.outcomes, Metric::kMsPerStep)});
+    groups.push_back(
+        {v.variant.name, MetricValues(v.outcomes, Metric::kMsPerStep), v.variant.same_work});
   };
   if (rows.baseline) add(*rows.baseline);
   for (const VariantRows& a : rows.ablations) {

@@ -68,10 +68,12 @@ std::optional<AnovaResult> OneWayAnova(const std::vector<std::vector<double>>& g
 ConfoundCheck CheckConfound(const std::vector<SameWorkGroup>& groups) {
   ConfoundCheck c;
   std::vector<std::vector<double>> values;
+  std::vector<std::string> shown;  // the names as the message gives them
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const SameWorkGroup& g : groups) {
     if (g.ms_per_step.size() < 2) continue;
     c.variants.push_back(g.variant);
+    shown.push_back(g.declared ? g.variant + " (declared same work)" : g.variant);
     values.push_back(g.ms_per_step);
     lo = std::min(lo, SampleMean(g.ms_per_step));
     hi = std::max(hi, SampleMean(g.ms_per_step));
@@ -87,12 +89,12 @@ ConfoundCheck CheckConfound(const std::vector<SameWorkGroup>& groups) {
   const std::string spread = c.relative_spread ? Percent(*c.relative_spread) : "?";
   const std::string p = c.test ? PText(c.test->p_value) : "?";
   if (c.confounded) {
-    c.message = "variants that do identical work per step (" + Names(c.variants) +
+    c.message = "variants that do identical work per step (" + Names(shown) +
                 ") differ in ms/step by up to " + spread + " (one-way ANOVA p = " + p +
                 " < 0.01): machine speed changed during the sweep, so time verdicts are "
                 "confounded; steps-to-target is the trustworthy measure";
   } else {
-    c.message = "variants that do identical work per step (" + Names(c.variants) +
+    c.message = "variants that do identical work per step (" + Names(shown) +
                 ") show no significant difference in ms/step (spread " + spread +
                 ", one-way ANOVA p = " + p + " >= 0.01): no clear sign that machine speed "
                 "changed during the sweep";

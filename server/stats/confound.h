@@ -34,10 +34,14 @@ std::optional<AnovaResult> OneWayAnova(const std::vector<std::vector<double>>& g
 struct SameWorkGroup {
   std::string variant;
   std::vector<double> ms_per_step;
+  // In the check only because the researcher declared it (a script ablation's `same_work:
+  // true`): the message names it "(declared same work)", since the verdict then rests on that
+  // declaration rather than on a diff ablate could read.
+  bool declared = false;
 };
 
 struct ConfoundCheck {
-  // Variants tested: the same-work groups with at least 2 values each.
+  // Variants tested: the same-work groups with at least 2 values each (names only).
   std::vector<std::string> variants;
   std::optional<AnovaResult> test;  // absent when fewer than 2 groups qualify
   bool confounded = false;          // test->p_value < kConfoundAlpha

@@ -111,6 +111,10 @@ TEST(SameWorkTest, TheStoreKeepsTheDeclarationAndTheConfoundCheckTestsIt) {
   EXPECT_EQ(
       std::vector<std::string>(c->confound().variants().begin(), c->confound().variants().end()),
       (std::vector<std::string>{"baseline", "lr-2"}));
+  // The reader is told which variant is in the check by declaration only.
+  EXPECT_NE(c->confound().message().find("(baseline, lr-2 (declared same work))"),
+            std::string::npos)
+      << c->confound().message();
 }
 
 // Without the declaration a script sweep's check has the baseline alone and tests nothing.
