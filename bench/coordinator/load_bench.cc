@@ -5,20 +5,26 @@
 // same measurement with a single run. Target: p99 < 100 ms at 200 runs. More than 1,000 runs go
 // in as several sweeps (a spec allows 1,000 seeds): 100 20 drives 2,000 runs. Every run must
 // succeed (every batch acknowledged without a Cancel, every run RUN_SUCCEEDED); otherwise the
-// bench prints why, no figures, and exits 1.
+// bench prints why, no figures, and exits 1. Also printed: the coordinator's threads and memory
+// (VmRSS peak per phase, sampled every 50 ms from /proc/PID/status, and VmHWM) and the load
+// average at the start and the end.
 // Usage: load_bench [workers] [slots_per_worker] [seconds] [steps_per_second]
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "bench/coordinator/coordinator_process.h"
 #include "bench/coordinator/paced_runs.h"
+#include "bench/coordinator/proc_sampler.h"
 
 namespace {
 
 using ablate::bench::PacedLoad;
 using ablate::bench::PacedResult;
 using ablate::bench::Percentile;
+using ablate::bench::ProcSampler;
 using LoadResult = PacedResult;
 
 // Every run of `c` paced to the end (paced_runs.h); nobody reads the streams.
@@ -49,12 +55,19 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc && i <= 4; ++i) *fields[i - 1] = std::atoi(argv[i]);
   ablate::bench::CoordinatorProcess coord(ABLATE_COORDINATOR_BIN);
   if (!coord.ok()) return 1;
+  const std::string load_at_start = ablate::bench::LoadAverage();
+  ProcSampler sampler(coord.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const ProcSampler::Peaks idle = sampler.Take();
   PacedLoad one = c;
   one.workers = 1;
   one.slots = 1;
   LoadResult base = Measure(coord, one, "load-1");
+  const ProcSampler::Peaks at_base = sampler.Take();
   if (!Succeeded("the 1-run baseline", base)) return 1;
   LoadResult full = Measure(coord, c, "load-" + std::to_string(c.runs()));
+  const ProcSampler::Peaks at_full = sampler.Take();
+  const int64_t hwm_kb = ablate::bench::StatusField(coord.pid(), "VmHWM");
   if (!Succeeded(std::to_string(c.runs()) + " runs", full)) return 1;
   std::cout << "metric batch send->Ack latency, 1 point per batch at " << c.steps_per_second
             << " steps/s per run for " << c.seconds << " s (" << c.workers << " workers x "
@@ -68,5 +81,12 @@ int main(int argc, char** argv) {
             << " points/s offered\n"
             << "  ratio: p99(" << c.runs() << ")/p99(1) = "
             << Percentile(full.latencies_ms, 0.99) / Percentile(base.latencies_ms, 0.99) << "\n";
+  std::cout << "coordinator threads (peak) and memory (VmRSS peak): idle " << idle.threads
+            << " / " << idle.rss_kb / 1024 << " MiB; 1 run " << at_base.threads << " / "
+            << at_base.rss_kb / 1024 << " MiB; " << c.runs() << " runs " << at_full.threads
+            << " / " << at_full.rss_kb / 1024 << " MiB; VmHWM " << hwm_kb / 1024
+            << " MiB  (target: threads <= 64)\n";
+  std::cout << "load average at start: " << load_at_start
+            << ", at end: " << ablate::bench::LoadAverage() << "\n";
   return 0;
 }

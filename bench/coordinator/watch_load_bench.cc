@@ -28,6 +28,7 @@
 
 #include "bench/coordinator/coordinator_process.h"
 #include "bench/coordinator/paced_runs.h"
+#include "bench/coordinator/proc_sampler.h"
 #include "bench/coordinator/sse_clients.h"
 
 namespace {
@@ -42,58 +43,9 @@ struct Config {
   int watchers = 200;
 };
 
-// A /proc/PID/status field in kB (VmRSS, VmHWM) or count (Threads); -1 when unreadable.
-int64_t StatusField(int pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1);
-  }
-  return -1;
-}
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
-// Samples the coordinator's VmRSS and Threads every 50 ms; the peaks since the last Take.
-class ProcSampler {
- public:
-  explicit ProcSampler(int pid) : pid_(pid), thread_([this] { Loop(); }) {}
-  ~ProcSampler() {
-    stop_ = true;
-    thread_.join();
-  }
-  struct Peaks {
-    int64_t rss_kb = 0;
-    int64_t threads = 0;
-  };
-  Peaks Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::exchange(peaks_, {});
-  }
-
- private:
-  void Loop() {
-    while (!stop_) {
-      int64_t rss = StatusField(pid_, "VmRSS"), threads = StatusField(pid_, "Threads");
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        peaks_.rss_kb = std::max(peaks_.rss_kb, rss);
-        peaks_.threads = std::max(peaks_.threads, threads);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  const int pid_;
-  std::mutex mu_;
-  Peaks peaks_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using ablate::bench::LoadAverage;
+using ablate::bench::ProcSampler;
+using ablate::bench::StatusField;
 
 // `ablate watch`: one WatchSweep stream on its own connection, read until the server ends it.
 struct Watcher {

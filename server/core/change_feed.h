@@ -7,7 +7,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
+#include <shared_mutex>
 
 #include "absl/base/thread_annotations.h"
 
@@ -15,13 +18,33 @@ namespace ablate {
 
 class ChangeFeed {
  public:
-  // Records that something changed and wakes every waiter.
+  // Records that something changed and wakes every waiter (and calls the listeners).
   void Notify() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++version_;
     }
     cv_.notify_all();
+    CallListeners(/*closed=*/false);
+  }
+
+  // Calls `listener` on the notifying thread after every Notify() (closed = false) and on
+  // Close() (closed = true), from when AddListener returns until RemoveListener(id) returned.
+  // This is how a waiter that holds no thread of its own (WatchScheduler) learns of changes.
+  // `listener` must be quick (it runs on every change: thousands a second under load), may take
+  // a short lock but must not wait for anything else, and must not call this feed's Notify,
+  // Close, AddListener or RemoveListener.
+  int AddListener(std::function<void(bool closed)> listener) {
+    std::unique_lock<std::shared_mutex> lock(listeners_mu_);
+    const int id = next_listener_++;
+    listeners_.emplace(id, std::move(listener));
+    return id;
+  }
+
+  // After it returns the listener is not running and is never called again.
+  void RemoveListener(int id) {
+    std::unique_lock<std::shared_mutex> lock(listeners_mu_);
+    listeners_.erase(id);
   }
 
   uint64_t version() const {
@@ -44,6 +67,7 @@ class ChangeFeed {
       closed_ = true;
     }
     cv_.notify_all();
+    CallListeners(/*closed=*/true);
   }
 
   bool closed() const {
@@ -52,10 +76,18 @@ class ChangeFeed {
   }
 
  private:
+  void CallListeners(bool closed) {
+    std::shared_lock<std::shared_mutex> lock(listeners_mu_);
+    for (const auto& [id, listener] : listeners_) listener(closed);
+  }
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_mutex listeners_mu_;
+  std::map<int, std::function<void(bool closed)>> listeners_ ABSL_GUARDED_BY(listeners_mu_);
+  int next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 0;
 };
 
 }  // namespace ablate

@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/message_limits.h"
 #include "server/convert/convert.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/watch_streams.h"
 #include "server/sweep/sweep_spec.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
@@ -29,40 +29,10 @@ constexpr auto kWatchTick = std::chrono::milliseconds(1000);
 // WatchSweep streams on one sweep share one poll per interval (sweep_watch_cache.h).
 constexpr auto kWatchMinInterval = std::chrono::milliseconds(250);
 
-// Waits for the feed to move past `version` (at most kWatchTick), then until kWatchMinInterval
-// after `last_poll`, so that a burst of changes costs one poll; stops waiting (within that
-// interval) when the client goes away or the feed closes. Returns the version to wait past next (changes during the wait
-// are read by the poll that follows, and wake the next wait at once).
-uint64_t WaitToPoll(ChangeFeed& feed, grpc::ServerContext& ctx, uint64_t version,
-                    std::chrono::steady_clock::time_point last_poll) {
-  version = feed.WaitPast(version, kWatchTick);
-  const auto next = last_poll + kWatchMinInterval;
-  for (auto now = std::chrono::steady_clock::now(); now < next && !ctx.IsCancelled() &&
-                                                    !feed.closed();
-       now = std::chrono::steady_clock::now()) {
-    std::this_thread::sleep_for(next - now);  // in one piece: at most kWatchMinInterval
-  }
-  return version;
-}
-
 int PageSize(int requested, int fallback) {
   if (requested <= 0) return fallback;
   return requested > kMaxPage ? kMaxPage : requested;
 }
-
-bool SweepFinished(SweepState s) {
-  return s == SweepState::kSucceeded || s == SweepState::kFailed || s == SweepState::kCancelled;
-}
-
-// What a watcher has already been told about a run; a change in any of it is news.
-struct RunFingerprint {
-  RunState state;
-  int64_t steps;
-  int attempts_used;
-  bool operator==(const RunFingerprint&) const = default;
-};
-
-RunFingerprint Fingerprint(const Run& r) { return {r.state, r.summary.steps, r.attempts_used}; }
 
 // One line per distinct reason among a sweep's queued runs, most common first:
 // "12 queued runs: no connected worker has dataset 'fineweb10B'".
@@ -281,89 +251,27 @@ grpc::Status AblateServiceImpl::GetRun(grpc::ServerContext* ctx, const v1::GetRu
   return grpc::Status::OK;
 }
 
-grpc::Status AblateServiceImpl::WatchSweep(grpc::ServerContext* ctx,
-                                           const v1::WatchSweepRequest* req,
-                                           grpc::ServerWriter<v1::SweepUpdate>* writer) {
-  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
-  std::map<int64_t, RunFingerprint> told;
-  int64_t last_event = 0;
-  bool first = true;
-  v1::RunCounts last_counts;
-  uint64_t version = feed_->version();
-  // The store is read by the sweep's poll that every stream on it shares.
-  std::shared_ptr<SweepWatchCache::Entry> shared = watch_cache_->Acquire(req->id());
-  while (!ctx->IsCancelled()) {
-    const auto polled = std::chrono::steady_clock::now();
-    absl::StatusOr<std::shared_ptr<const SweepWatchCache::Snapshot>> snapshot = shared->Get();
-    if (!snapshot.ok()) return ToGrpc(snapshot.status());
-    const SweepWatchCache::Snapshot& now = **snapshot;
-    v1::SweepUpdate update;
-    *update.mutable_sweep() = now.sweep;
-    for (const Run& r : now.runs) {
-      auto [it, fresh] = told.try_emplace(r.id, Fingerprint(r));
-      if (fresh || !(it->second == Fingerprint(r))) {
-        it->second = Fingerprint(r);
-        ToProto(r, update.add_runs());
-      }
-    }
-    if (last_event >= now.events_floor) {
-      auto e = std::upper_bound(now.events.begin(), now.events.end(), last_event,
-                                [](int64_t id, const Event& ev) { return id < ev.id; });
-      for (int n = 0; e != now.events.end() && n < SweepWatchCache::kEventsPerPoll; ++e, ++n) {
-        ToProto(*e, update.add_events());
-        last_event = e->id;
-      }
-    } else {  // further behind than the shared poll keeps
-      absl::StatusOr<std::vector<Event>> events =
-          store_->ListEvents(req->id(), 0, last_event, SweepWatchCache::kEventsPerPoll);
-      if (!events.ok()) return ToGrpc(events.status());
-      for (const Event& e : *events) {
-        ToProto(e, update.add_events());
-        last_event = e.id;
-      }
-    }
-    bool counts_changed =
-        update.sweep().counts().SerializeAsString() != last_counts.SerializeAsString();
-    if (first || counts_changed || update.runs_size() > 0 || update.events_size() > 0) {
-      if (!writer->Write(update)) return grpc::Status::OK;  // the client went away
-      first = false;
-      last_counts = update.sweep().counts();
-    }
-    if (SweepFinished(FromProto(update.sweep().state()).value_or(SweepState::kQueued))) break;
-    if (feed_->closed()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
-    version = WaitToPoll(*feed_, *ctx, version, polled);
-  }
-  return grpc::Status::OK;
+WatchScheduler* AblateServiceImpl::Scheduler() {
+  std::call_once(scheduler_once_, [this] {
+    WatchScheduler::Options o;
+    o.min_interval = kWatchMinInterval;
+    o.tick = kWatchTick;
+    o.threads = kWatchThreads;
+    scheduler_ = std::make_unique<WatchScheduler>(feed_, o);
+  });
+  return scheduler_.get();
 }
 
-grpc::Status AblateServiceImpl::WatchRun(grpc::ServerContext* ctx, const v1::WatchRunRequest* req,
-                                         grpc::ServerWriter<v1::RunUpdate>* writer) {
-  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
-  int64_t last_step = -1;
-  std::optional<RunFingerprint> told;
-  uint64_t version = feed_->version();
-  while (!ctx->IsCancelled()) {
-    const auto polled = std::chrono::steady_clock::now();
-    absl::StatusOr<Run> run = store_->GetRun(req->id());
-    if (!run.ok()) return ToGrpc(run.status());
-    absl::StatusOr<std::vector<MetricPoint>> points =
-        store_->ListMetricPoints(run->id, last_step, 100000);
-    if (!points.ok()) return ToGrpc(points.status());
-    if (!told || !(*told == Fingerprint(*run)) || !points->empty()) {
-      v1::RunUpdate update;
-      ToProto(*run, update.mutable_run());
-      for (const MetricPoint& p : *points) {
-        ToProto(p, update.add_points());
-        last_step = p.step;
-      }
-      told = Fingerprint(*run);
-      if (!writer->Write(update)) return grpc::Status::OK;
-    }
-    if (IsTerminal(run->state)) break;
-    if (feed_->closed()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
-    version = WaitToPoll(*feed_, *ctx, version, polled);
-  }
-  return grpc::Status::OK;
+grpc::ServerWriteReactor<v1::SweepUpdate>* AblateServiceImpl::WatchSweep(
+    grpc::CallbackServerContext* ctx, const v1::WatchSweepRequest* req) {
+  WatchDeps deps{store_, feed_, auth_, watch_cache_.get(), Scheduler(), kWatchMinInterval};
+  return NewSweepWatch(deps, ctx, req->id());
+}
+
+grpc::ServerWriteReactor<v1::RunUpdate>* AblateServiceImpl::WatchRun(
+    grpc::CallbackServerContext* ctx, const v1::WatchRunRequest* req) {
+  WatchDeps deps{store_, feed_, auth_, watch_cache_.get(), Scheduler(), kWatchMinInterval};
+  return NewRunWatch(deps, ctx, req->id());
 }
 
 grpc::Status AblateServiceImpl::GetMetrics(grpc::ServerContext* ctx,

@@ -2,17 +2,23 @@
 // token, translate requests to store and sweep-spec calls, and translate results back.
 // Thread-safe: gRPC calls handlers from many threads; all shared state lives in the Store
 // (thread-safe) and the ChangeFeed.
+//
+// WatchSweep and WatchRun run on gRPC's callback API (watch_streams.h): a watch stream holds no
+// thread; the streams are woken by one WatchScheduler (a timer thread and a small pool, created
+// at the first watch call) however many there are. Every other method is synchronous.
 #ifndef ABLATE_SERVER_RPC_ABLATE_SERVICE_H_
 #define ABLATE_SERVER_RPC_ABLATE_SERVICE_H_
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "ablate/v1/client.grpc.pb.h"
 #include "server/core/change_feed.h"
 #include "server/rpc/sweep_watch_cache.h"
 #include "server/rpc/token_auth.h"
+#include "server/rpc/watch_scheduler.h"
 #include "server/store/store.h"
 
 namespace ablate {
@@ -40,8 +46,13 @@ struct ServiceHooks {
   std::function<std::vector<v1::Pool>()> list_pools;
 };
 
-class AblateServiceImpl final : public v1::AblateService::Service {
+class AblateServiceImpl final
+    : public v1::AblateService::WithCallbackMethod_WatchSweep<
+          v1::AblateService::WithCallbackMethod_WatchRun<v1::AblateService::Service>> {
  public:
+  // The watch streams' pool (WatchScheduler::Options::threads).
+  static constexpr int kWatchThreads = 4;
+
   // `store`, `feed` and `auth` must outlive the service.
   AblateServiceImpl(Store* store, ChangeFeed* feed, const TokenAuth* auth,
                     ServiceHooks hooks = {});
@@ -63,10 +74,11 @@ class AblateServiceImpl final : public v1::AblateService::Service {
                         v1::ListRunsResponse* resp) override;
   grpc::Status GetRun(grpc::ServerContext* ctx, const v1::GetRunRequest* req,
                       v1::Run* resp) override;
-  grpc::Status WatchSweep(grpc::ServerContext* ctx, const v1::WatchSweepRequest* req,
-                          grpc::ServerWriter<v1::SweepUpdate>* writer) override;
-  grpc::Status WatchRun(grpc::ServerContext* ctx, const v1::WatchRunRequest* req,
-                        grpc::ServerWriter<v1::RunUpdate>* writer) override;
+  // Callback streams (watch_streams.h).
+  grpc::ServerWriteReactor<v1::SweepUpdate>* WatchSweep(grpc::CallbackServerContext* ctx,
+                                                        const v1::WatchSweepRequest* req) override;
+  grpc::ServerWriteReactor<v1::RunUpdate>* WatchRun(grpc::CallbackServerContext* ctx,
+                                                    const v1::WatchRunRequest* req) override;
   grpc::Status GetMetrics(grpc::ServerContext* ctx, const v1::GetMetricsRequest* req,
                           v1::GetMetricsResponse* resp) override;
   grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
@@ -89,12 +101,16 @@ class AblateServiceImpl final : public v1::AblateService::Service {
  private:
   // Fills `out` with the sweep and its run counts; with `full`, also variants and spec text.
   absl::Status FillSweep(int64_t id, bool full, v1::Sweep* out);
+  // The watch streams' scheduler, started on first use.
+  WatchScheduler* Scheduler();
 
   Store* const store_;
   ChangeFeed* const feed_;
   const TokenAuth* const auth_;
   const ServiceHooks hooks_;
   std::unique_ptr<SweepWatchCache> watch_cache_;  // WatchSweep's shared polls
+  std::once_flag scheduler_once_;
+  std::unique_ptr<WatchScheduler> scheduler_;  // last: stopped before the members above go
 };
 
 }  // namespace ablate
