@@ -5,11 +5,11 @@
 #define ABLATE_SERVER_CORE_CHANGE_FEED_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace ablate {
 
@@ -17,43 +17,40 @@ class ChangeFeed {
  public:
   // Records that something changed and wakes every waiter.
   void Notify() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++version_;
-    }
-    cv_.notify_all();
+    absl::MutexLock lock(&mu_);
+    ++version_;
   }
 
   uint64_t version() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return version_;
   }
 
   // Blocks until the version differs from `seen`, `timeout` passes, or Close() is called.
   // Returns the current version.
   uint64_t WaitPast(uint64_t seen, std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return version_ != seen || closed_; });
+    absl::MutexLock lock(&mu_);
+    auto moved = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return version_ != seen || closed_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&moved), absl::FromChrono(timeout));
     return version_;
   }
 
   // Wakes every waiter for good (shutdown).
   void Close() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      closed_ = true;
-    }
-    cv_.notify_all();
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
   }
 
   bool closed() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return closed_;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // Waiters wait on mu_ itself (Mutex::AwaitWithTimeout): every change is made under it.
+  mutable absl::Mutex mu_;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
