@@ -239,6 +239,7 @@ void WorkerCore::OnPoint(Attempt& a, const v1::MetricPoint& point) {
 }
 
 void WorkerCore::AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points) {
+  a.batch_mu.AssertHeld();  // the header cannot name it (Attempt is incomplete there)
   if (points.empty()) return;
   v1::MetricBatch batch;
   batch.set_attempt_id(a.assignment.attempt_id());

@@ -156,18 +156,11 @@ absl::StatusOr<RunSpec> WorkerCore::PrepareScript(Attempt& a) {
 // True once the rendezvous is there; false when the attempt was cancelled, went stale, the
 // worker is stopping, or it never came.
 bool WorkerCore::WaitForRendezvous(Attempt& a) {
-  struct Wait {
-    WorkerCore* core;
-    Attempt* a;
-  } w{this, &a};
   absl::MutexLock lock(&mu_);
-  mu_.AwaitWithTimeout(absl::Condition(
-                           +[](Wait* w) {
-                             return w->a->rendezvous.has_value() || w->a->start_cancelled ||
-                                    w->a->stale || w->core->stopping_;
-                           },
-                           &w),
-                       kRendezvousWait);
+  auto woken = [this, &a]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return a.rendezvous.has_value() || a.start_cancelled || a.stale || stopping_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&woken), kRendezvousWait);
   return a.rendezvous.has_value() && !a.start_cancelled && !a.stale && !stopping_;
 }
 
