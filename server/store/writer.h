@@ -79,8 +79,8 @@ class Writer {
     std::unique_ptr<OwnedJob> owned;  // before `job`, which refers to it
     Job job;
     const bool detached = false;
-    Done on_done;             // Post() only
-    absl::Status status;      // written by the writer thread before `done` is notified
+    Done on_done;         // Post() only
+    absl::Status status;  // written by the writer thread before `done` is notified
     absl::Notification done;
   };
 
