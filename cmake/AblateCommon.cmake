@@ -44,6 +44,8 @@ message(STATUS "ablate: CUDA ${ABLATE_HAVE_CUDA}")
 # 105329), so that one diagnostic is off. Warnings are errors here and in CI; a machine with a
 # newer compiler than the one the code was checked with (a GPU machine's, say) turns that off
 # with -DABLATE_WERROR=OFF, so one new warning does not cost a build it cannot afford to lose.
+# Clang also checks the lock annotations (-Wthread-safety: ABSL_GUARDED_BY on absl::Mutex, and
+# common/thread_annotations.h where there is no abseil); GCC ignores them.
 option(ABLATE_WERROR "Treat warnings in project code as errors" ON)
 if(ABLATE_WERROR)
   set(ABLATE_WERROR_FLAG -Werror)
@@ -56,7 +58,8 @@ function(ablate_warnings target)
   endif()
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra ${ABLATE_WERROR_FLAG}>
-    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:Clang>>:-Wthread-safety>)
 endfunction()
 
 # ASan+UBSan (./dev.sh sanitize, into build-asan): every UBSan report aborts like an ASan one, so

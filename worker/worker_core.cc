@@ -52,7 +52,7 @@ WorkerCore::~WorkerCore() { Shutdown(); }
 void WorkerCore::HandleAssignment(const v1::Assignment& as) {
   if (GiveBackIfDiskFull(as)) return;
   if (IsScriptConfig(as.config_json())) return HandleScriptAssignment(as);
-  auto a = std::make_shared<Attempt>(as, options_.batcher);
+  auto a = std::make_shared<Attempt>(as, options_.batcher, mu_);
   Attempt* raw = a.get();  // the attempt outlives its supervisor (it owns it)
   a->supervisor = std::make_unique<RunSupervisor>(
       SpecFor(as),
@@ -162,6 +162,7 @@ void WorkerCore::HandleNcclId(const v1::NcclId& id) {
     LogLine("attempt " + std::to_string(id.attempt_id()) + ": torch rendezvous " +
             id.master_addr() + ":" + std::to_string(id.master_port()) + " from node 0");
     absl::MutexLock lock(&mu_);
+    a->core_mu.AssertHeld();
     a->rendezvous = std::make_pair(id.master_addr(), id.master_port());  // wakes its starter
     return;
   }
@@ -175,6 +176,7 @@ void WorkerCore::RelayNcclIds() {
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, a] : attempts_) {
+      a->core_mu.AssertHeld();
       const v1::Assignment& as = a->assignment;
       if (as.num_nodes() > 1 && as.node_rank() == 0 && !a->id_sent) waiting.push_back(a);
       if (a->script) {
@@ -195,6 +197,7 @@ void WorkerCore::RelayNcclIds() {
     if (!sink_->Send(m, sink_->Generation())) continue;
     LogLine("attempt " + std::to_string(attempt_id) + ": NCCL id sent for the other nodes");
     absl::MutexLock lock(&mu_);
+    a->core_mu.AssertHeld();
     a->id_sent = true;
   }
 }
@@ -239,6 +242,7 @@ void WorkerCore::OnPoint(Attempt& a, const v1::MetricPoint& point) {
 }
 
 void WorkerCore::AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points) {
+  a.batch_mu.AssertHeld();  // the header cannot name it (Attempt is incomplete there)
   if (points.empty()) return;
   v1::MetricBatch batch;
   batch.set_attempt_id(a.assignment.attempt_id());
@@ -295,6 +299,7 @@ void WorkerCore::OnExit(Attempt& a, const RunResult& r) {
   bool stale;
   {
     absl::MutexLock lock(&mu_);
+    a.core_mu.AssertHeld();
     stale = a.stale;
   }
   if (stale) Record(outbox_->Drop(as.attempt_id()));
@@ -346,7 +351,11 @@ void WorkerCore::HandleStale(const std::vector<int64_t>& ids) {
     {
       absl::MutexLock lock(&mu_);
       auto it = attempts_.find(id);
-      if (it != attempts_.end()) a = it->second, a->stale = true;  // a starting script: aborts
+      if (it != attempts_.end()) {
+        a = it->second;
+        a->core_mu.AssertHeld();
+        a->stale = true;  // a starting script: aborts
+      }
     }
     LogLine("attempt " + std::to_string(id) + " is stale: stopping it");
     if (a && a->supervisor) a->supervisor->Cancel(options_.shutdown_grace);
@@ -358,6 +367,7 @@ std::vector<v1::HeldAttempt> WorkerCore::Held() const {
   absl::MutexLock lock(&mu_);
   std::vector<v1::HeldAttempt> held;
   for (const auto& [id, a] : attempts_) {
+    a->core_mu.AssertHeld();
     if (a->stale) continue;
     if (!a->starting && (!a->supervisor || a->supervisor->done())) continue;
     v1::HeldAttempt h;
@@ -441,6 +451,7 @@ void WorkerCore::FlushDueAndReap() {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = attempts_.begin(); it != attempts_.end();) {
+      it->second->core_mu.AssertHeld();
       bool done = !it->second->starting &&
                   (!it->second->supervisor || it->second->supervisor->done());
       (done ? reaped : all).push_back(it->second);

@@ -129,7 +129,7 @@ class WorkerCore {
   WorkerCore(WorkerCoreOptions options, MessageSink* sink, std::unique_ptr<Outbox> outbox);
   void OnPoint(Attempt& a, const v1::MetricPoint& point);
   void OnExit(Attempt& a, const RunResult& result);
-  void AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points);
+  void AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points);  // a.batch_mu held
   absl::Status AppendFinished(const v1::RunFinished& finished);
   RunSpec SpecFor(const v1::Assignment& assignment) const;
   // --checkpoint-dir/--checkpoint-every/--resume for the attempt (none when the sweep asks for

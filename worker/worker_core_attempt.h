@@ -21,13 +21,18 @@ inline bool ReportsMetrics(const v1::Assignment& a) {
 }
 
 struct WorkerCore::Attempt {
-  Attempt(const v1::Assignment& as, BatcherOptions batching)
-      : assignment(as), reports_metrics(ReportsMetrics(as)), batcher(batching) {}
+  // `core_mu` is the owning WorkerCore's mu_.
+  Attempt(const v1::Assignment& as, BatcherOptions batching, absl::Mutex& core_mu)
+      : assignment(as), reports_metrics(ReportsMetrics(as)), core_mu(core_mu), batcher(batching) {}
   ~Attempt() {
     if (starter.joinable()) starter.join();
   }
   const v1::Assignment assignment;
   const bool reports_metrics;  // false: the points stay in the run folder, no MetricBatch
+  // The owning WorkerCore's mu_, under which the fields below that name it are read and written.
+  // An annotation cannot name another object's member, so WorkerCore's functions say
+  // `a.core_mu.AssertHeld()` once they hold mu_, and the analysis then checks every access.
+  absl::Mutex& core_mu;
   std::unique_ptr<RunSupervisor> supervisor;
   absl::Mutex batch_mu;
   Batcher batcher ABSL_GUARDED_BY(batch_mu);
@@ -36,14 +41,15 @@ struct WorkerCore::Attempt {
   // The trainer resumed from a checkpoint with this many steps done (its start event); every
   // MetricBatch of the attempt carries it.
   std::optional<int64_t> resumed_from_step ABSL_GUARDED_BY(batch_mu);
-  bool stale = false;  // guarded by WorkerCore::mu_
-  bool id_sent = false;  // node 0 of a multi-node attempt: NcclId sent; guarded by WorkerCore::mu_
-  // Script runs (worker_core_scripts.cc); guarded by WorkerCore::mu_ unless said otherwise.
-  bool script = false;  // set before the attempt is shared
-  bool starting = false;  // the starter thread has not handed over to the supervisor yet
-  bool start_cancelled = false;
-  std::chrono::milliseconds cancel_grace{0};
-  std::optional<std::pair<std::string, int>> rendezvous;  // torch master address and port
+  bool stale ABSL_GUARDED_BY(core_mu) = false;
+  bool id_sent ABSL_GUARDED_BY(core_mu) = false;  // node 0 of a multi-node attempt: NcclId sent
+  // Script runs (worker_core_scripts.cc).
+  bool script = false;  // set before the attempt is shared, then only read
+  bool starting ABSL_GUARDED_BY(core_mu) = false;  // the starter has not handed over yet
+  bool start_cancelled ABSL_GUARDED_BY(core_mu) = false;
+  std::chrono::milliseconds cancel_grace ABSL_GUARDED_BY(core_mu){0};
+  // Torch master address and port.
+  std::optional<std::pair<std::string, int>> rendezvous ABSL_GUARDED_BY(core_mu);
   std::thread starter;  // joined by Shutdown or the destructor
 };
 

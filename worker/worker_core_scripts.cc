@@ -44,13 +44,14 @@ void WorkerCore::HandleScriptAssignment(const v1::Assignment& as) {
             ": checkpoint_every applies to the built-in trainer; a script keeps its own "
             "checkpoints");
   }
-  auto a = std::make_shared<Attempt>(as, options_.batcher);
+  auto a = std::make_shared<Attempt>(as, options_.batcher, mu_);
   a->script = true;
-  a->starting = true;
   Attempt* raw = a.get();
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || attempts_.count(as.attempt_id()) > 0) return;  // shutting down, or a repeat
+    a->core_mu.AssertHeld();
+    a->starting = true;
     if (auto it = early_ids_.find(as.attempt_id()); it != early_ids_.end()) {
       a->rendezvous = std::make_pair(it->second.master_addr(), it->second.master_port());
       early_ids_.erase(it);
@@ -74,6 +75,7 @@ void WorkerCore::StartScript(Attempt& a) {
   bool aborted = false, stale = false;
   {
     absl::MutexLock lock(&mu_);
+    a.core_mu.AssertHeld();
     stale = a.stale;
     aborted = a.start_cancelled || stopping_;
     if (spec.ok() && !aborted && !stale) a.supervisor = std::move(supervisor);
@@ -89,13 +91,16 @@ void WorkerCore::StartScript(Attempt& a) {
     if (absl::Status s = a.supervisor->Start(); !s.ok()) FailToStart(as, s);
   }
   bool cancel_now = false;
+  std::chrono::milliseconds grace{0};
   {
     absl::MutexLock lock(&mu_);
+    a.core_mu.AssertHeld();
     a.starting = false;
     cancel_now = a.start_cancelled && a.supervisor;
+    grace = a.cancel_grace;
   }
   // A Cancel that came while Start() ran found no child yet: deliver it now.
-  if (cancel_now) a.supervisor->Cancel(a.cancel_grace);
+  if (cancel_now) a.supervisor->Cancel(grace);
 }
 
 absl::StatusOr<RunSpec> WorkerCore::PrepareScript(Attempt& a) {
@@ -124,12 +129,14 @@ absl::StatusOr<RunSpec> WorkerCore::PrepareScript(Attempt& a) {
       absl::StatusOr<int> port = PickFreePort();
       if (!port.ok()) return port.status();
       absl::MutexLock lock(&mu_);
+      a.core_mu.AssertHeld();
       a.rendezvous = std::make_pair(
           options_.master_addr.empty() ? HostName() : options_.master_addr, *port);
     } else if (!WaitForRendezvous(a)) {
       return absl::DeadlineExceededError("node 0's torch rendezvous never arrived");
     }
     absl::MutexLock lock(&mu_);
+    a.core_mu.AssertHeld();
     if (a.rendezvous) context.master_addr = a.rendezvous->first;
     if (a.rendezvous) context.master_port = a.rendezvous->second;
   } else {
@@ -156,26 +163,22 @@ absl::StatusOr<RunSpec> WorkerCore::PrepareScript(Attempt& a) {
 // True once the rendezvous is there; false when the attempt was cancelled, went stale, the
 // worker is stopping, or it never came.
 bool WorkerCore::WaitForRendezvous(Attempt& a) {
-  struct Wait {
-    WorkerCore* core;
-    Attempt* a;
-  } w{this, &a};
   absl::MutexLock lock(&mu_);
-  mu_.AwaitWithTimeout(absl::Condition(
-                           +[](Wait* w) {
-                             return w->a->rendezvous.has_value() || w->a->start_cancelled ||
-                                    w->a->stale || w->core->stopping_;
-                           },
-                           &w),
-                       kRendezvousWait);
+  a.core_mu.AssertHeld();
+  auto woken = [this, &a]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, a.core_mu) {
+    return a.rendezvous.has_value() || a.start_cancelled || a.stale || stopping_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&woken), kRendezvousWait);
   return a.rendezvous.has_value() && !a.start_cancelled && !a.stale && !stopping_;
 }
 
 bool WorkerCore::CancelStarting(const v1::Cancel& cancel) {
   absl::MutexLock lock(&mu_);
   auto it = attempts_.find(cancel.attempt_id());
-  if (it == attempts_.end() || !it->second->starting) return false;
+  if (it == attempts_.end()) return false;
   Attempt& a = *it->second;
+  a.core_mu.AssertHeld();
+  if (!a.starting) return false;
   a.start_cancelled = true;
   a.cancel_grace = std::chrono::milliseconds(std::max<int64_t>(0, cancel.grace_ms()));
   LogLine("attempt " + std::to_string(cancel.attempt_id()) + ": cancel while starting (" +
@@ -197,6 +200,7 @@ void WorkerCore::EndUnstarted(const v1::Assignment& as, const std::string& statu
 }
 
 std::optional<v1::NcclId> WorkerCore::ScriptRendezvous(const Attempt& a) const {
+  a.core_mu.AssertHeld();
   if (a.assignment.num_nodes() <= 1 || a.assignment.node_rank() != 0 || !a.rendezvous) {
     return std::nullopt;
   }

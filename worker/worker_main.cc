@@ -7,13 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "common/token_file.h"
 #include "common/utf8_text.h"
@@ -106,7 +106,7 @@ class DatasetLister {
     std::set<std::string> lines;
     std::vector<std::string> names =
         ListDatasets(data_dir_, [&](std::string_view line) { lines.emplace(line); });
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const std::string& line : lines) {
       if (!logged_.count(line)) LogLine(line);
     }
@@ -116,7 +116,7 @@ class DatasetLister {
 
  private:
   const std::string data_dir_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::set<std::string> logged_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -5,14 +5,13 @@
 #define ABLATE_SERVER_CORE_CHANGE_FEED_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
-#include <shared_mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace ablate {
 
@@ -21,10 +20,9 @@ class ChangeFeed {
   // Records that something changed and wakes every waiter (and calls the listeners).
   void Notify() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++version_;
     }
-    cv_.notify_all();
     CallListeners(/*closed=*/false);
   }
 
@@ -35,7 +33,7 @@ class ChangeFeed {
   // a short lock but must not wait for anything else, and must not call this feed's Notify,
   // Close, AddListener or RemoveListener.
   int AddListener(std::function<void(bool closed)> listener) {
-    std::unique_lock<std::shared_mutex> lock(listeners_mu_);
+    absl::MutexLock lock(&listeners_mu_);
     const int id = next_listener_++;
     listeners_.emplace(id, std::move(listener));
     return id;
@@ -43,49 +41,52 @@ class ChangeFeed {
 
   // After it returns the listener is not running and is never called again.
   void RemoveListener(int id) {
-    std::unique_lock<std::shared_mutex> lock(listeners_mu_);
+    absl::MutexLock lock(&listeners_mu_);
     listeners_.erase(id);
   }
 
   uint64_t version() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return version_;
   }
 
   // Blocks until the version differs from `seen`, `timeout` passes, or Close() is called.
   // Returns the current version.
   uint64_t WaitPast(uint64_t seen, std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return version_ != seen || closed_; });
+    absl::MutexLock lock(&mu_);
+    auto moved = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return version_ != seen || closed_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&moved), absl::FromChrono(timeout));
     return version_;
   }
 
   // Wakes every waiter for good (shutdown).
   void Close() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       closed_ = true;
     }
-    cv_.notify_all();
     CallListeners(/*closed=*/true);
   }
 
   bool closed() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return closed_;
   }
 
  private:
   void CallListeners(bool closed) {
-    std::shared_lock<std::shared_mutex> lock(listeners_mu_);
+    absl::ReaderMutexLock lock(&listeners_mu_);
     for (const auto& [id, listener] : listeners_) listener(closed);
   }
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // Waiters wait on mu_ itself (Mutex::AwaitWithTimeout): every change is made under it.
+  mutable absl::Mutex mu_;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::shared_mutex listeners_mu_;
+  // Readers (CallListeners) share it: notifying threads do not queue behind each other.
+  absl::Mutex listeners_mu_;
   std::map<int, std::function<void(bool closed)>> listeners_ ABSL_GUARDED_BY(listeners_mu_);
   int next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 0;
 };

@@ -27,11 +27,6 @@ absl::StatusOr<std::set<int64_t>> ScriptVariants(const Store& store, int64_t swe
   return ids;
 }
 
-DispatcherOptions WithDefaults(DispatcherOptions o) {
-  if (!o.clock) o.clock = [] { return SystemClock::Get().WallMs(); };
-  return o;
-}
-
 AttemptState AttemptStateOf(const std::string& status) {
   if (status == "ok") return AttemptState::kSucceeded;
   if (status == "cancelled") return AttemptState::kCancelled;
@@ -89,7 +84,7 @@ bool RefusedForGood(const absl::Status& s) {
 }  // namespace
 
 Dispatcher::Dispatcher(Store* store, ChangeFeed* feed, DispatcherOptions options)
-    : store_(store), feed_(feed), options_(WithDefaults(std::move(options))) {}
+    : store_(store), feed_(feed), options_(std::move(options)) {}
 
 Dispatcher::~Dispatcher() { Stop(); }
 
@@ -100,7 +95,7 @@ absl::Status Dispatcher::Start() {
     filter.state = state;
     absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
     if (!runs.ok()) return runs.status();
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const Run& r : *runs) {
       absl::StatusOr<Attempt> a = store_->GetAttempt(r.current_attempt_id);
       if (!a.ok()) continue;
@@ -119,28 +114,26 @@ absl::Status Dispatcher::Start() {
 
 void Dispatcher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  kick_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
 }
 
 void Dispatcher::Kick() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     kicked_ = true;
   }
-  kick_cv_.notify_all();
 }
 
 void Dispatcher::Loop() {
   while (true) {
     ExpireLeases();
     ScheduleOnce();
-    std::unique_lock<std::mutex> lock(mu_);
-    kick_cv_.wait_for(lock, std::chrono::milliseconds(options_.tick_ms),
-                      [this] { return kicked_ || stop_; });
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(this, &Dispatcher::KickedOrStopping),
+                         absl::Milliseconds(options_.tick_ms));
     if (stop_) return;
     kicked_ = false;
   }
@@ -169,7 +162,7 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
   welcome.set_lease_ms(options_.lease_ms);
   std::map<int64_t, LiveAttempt> known;  // the shares this worker held before the reconnect
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (auto it = workers_.find(id); it != workers_.end()) known = it->second.attempts;
   }
   std::map<int64_t, LiveAttempt> held;
@@ -191,7 +184,7 @@ absl::StatusOr<v1::Welcome> Dispatcher::Register(const v1::Hello& hello,
     return absl::UnavailableError("the stream of worker " + id + " closed before its Welcome");
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     WorkerState& w = workers_[id];
     // Attempts the worker no longer runs: wait a lease for their RunFinished from its outbox.
     for (auto& [attempt_id, live] : w.attempts) {
@@ -239,7 +232,7 @@ std::optional<Dispatcher::LiveAttempt> Dispatcher::AcceptHeld(const std::string&
   if ((node.rank == 0) != (a->worker_id == worker_id)) return std::nullopt;
   if (own && !own->restored && own->node != node) return std::nullopt;  // its node stays its own
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!FitsGang(worker_id, a->id, node)) return std::nullopt;
   }
   LiveAttempt live{a->run_id, a->fencing_token,
@@ -273,7 +266,7 @@ void Dispatcher::LearnGangSize(int64_t attempt_id, int num_nodes) {
 
 void Dispatcher::Unregister(const std::string& worker_id, const WorkerSession* session) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = workers_.find(worker_id);
     if (it == workers_.end() || it->second.session.get() != session) return;
     it->second.session.reset();
@@ -290,7 +283,7 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id) {
   int64_t now = Now();
   bool persist = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = workers_.find(worker_id);
     if (it == workers_.end()) return;
     it->second.last_heartbeat_ms = now;
@@ -305,7 +298,7 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id) {
 void Dispatcher::OnDatasets(const std::string& worker_id, std::vector<std::string> datasets) {
   std::sort(datasets.begin(), datasets.end());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = workers_.find(worker_id);
     if (it == workers_.end()) return;
     it->second.datasets = datasets;
@@ -324,7 +317,7 @@ void Dispatcher::OnDatasets(const std::string& worker_id, std::vector<std::strin
 
 std::optional<Dispatcher::LiveAttempt> Dispatcher::ShareOf(const std::string& worker_id,
                                                            int64_t attempt_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto w = workers_.find(worker_id);
   if (w == workers_.end()) return std::nullopt;
   auto a = w->second.attempts.find(attempt_id);
@@ -533,7 +526,7 @@ void Dispatcher::OnNcclId(const std::string& worker_id, const v1::NcclId& msg) {
   OnHeartbeat(worker_id);
   std::vector<std::string> peers;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // Only the attempt's node 0 sends its NCCL id.
     auto sender = workers_.find(worker_id);
     if (sender == workers_.end()) return;
@@ -557,7 +550,7 @@ void Dispatcher::CancelRuns(const std::vector<int64_t>& run_ids) {
   std::set<int64_t> wanted(run_ids.begin(), run_ids.end());
   std::vector<std::pair<std::string, int64_t>> targets;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [worker_id, w] : workers_) {
       for (const auto& [attempt_id, live] : w.attempts) {
         if (wanted.count(live.run_id)) targets.push_back({worker_id, attempt_id});
@@ -570,7 +563,7 @@ void Dispatcher::CancelRuns(const std::vector<int64_t>& run_ids) {
 }
 
 std::map<std::string, std::vector<int64_t>> Dispatcher::RunsByWorker() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::map<std::string, std::vector<int64_t>> out;
   for (const auto& [worker_id, w] : workers_) {
     for (const auto& [attempt_id, live] : w.attempts) out[worker_id].push_back(live.run_id);
@@ -579,7 +572,7 @@ std::map<std::string, std::vector<int64_t>> Dispatcher::RunsByWorker() const {
 }
 
 std::map<int64_t, std::string> Dispatcher::WaitingReasons() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return waiting_;
 }
 
@@ -592,7 +585,7 @@ void Dispatcher::ExpireLeases() {
   };
   std::vector<Lost> lost;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto& [worker_id, w] : workers_) {
       bool silent = now - w.last_heartbeat_ms > options_.lease_ms;
       for (auto it = w.attempts.begin(); it != w.attempts.end();) {
@@ -626,7 +619,7 @@ void Dispatcher::ExpireLeases() {
 
 std::vector<std::string> Dispatcher::SilentWorkers(int64_t now) {
   std::vector<std::string> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [worker_id, w] : workers_) {
     if (w.marked_gone || now - w.last_heartbeat_ms <= options_.lease_ms) continue;
     w.marked_gone = true;
@@ -716,20 +709,20 @@ void Dispatcher::ScheduleOnce() {
     return;
   }
   if (queue->empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     waiting_ = held;
     return;
   }
   in.queue = *std::move(queue);
   in.now_ms = Now();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     in.nodes = Capacity();
     in.block_models = BlockModels();
   }
   Plan plan = PlanAssignments(std::move(in));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     waiting_ = plan.waiting;
     waiting_.insert(held.begin(), held.end());
   }
@@ -764,7 +757,7 @@ void Dispatcher::Assign(const Placement& p) {
   }
   std::string step;  // node 0's: the attempt records the allocation its worker runs in
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (auto w = workers_.find(p.nodes[0].worker_id); w != workers_.end()) {
       step = w->second.slurm_step;
     }
@@ -772,7 +765,7 @@ void Dispatcher::Assign(const Placement& p) {
   absl::StatusOr<Attempt> attempt = store_->CreateAttempt(p.run_id, p.nodes[0].worker_id, step);
   if (!attempt.ok()) return;  // no longer queued (cancelled meanwhile)
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const int num_nodes = static_cast<int>(p.nodes.size());
     for (int rank = 0; rank < num_nodes; ++rank) {
       const NodeShare& n = p.nodes[rank];
@@ -803,7 +796,7 @@ void Dispatcher::Assign(const Placement& p) {
 
 void Dispatcher::RetireShare(const std::string& worker_id, int64_t attempt_id,
                              std::optional<int64_t> fencing_token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) return;
   auto share = it->second.attempts.find(attempt_id);
@@ -822,7 +815,7 @@ void Dispatcher::CancelOtherNodes(int64_t attempt_id, const std::string& except,
                                   const std::string& why) {
   std::vector<std::string> holders;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [id, w] : workers_) {
       if (id != except && w.attempts.count(attempt_id)) holders.push_back(id);
     }
@@ -837,7 +830,7 @@ void Dispatcher::CancelOtherNodes(int64_t attempt_id, const std::string& except,
 void Dispatcher::SendTo(const std::string& worker_id, const v1::CoordinatorMessage& msg) {
   std::shared_ptr<WorkerSession> session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = workers_.find(worker_id);
     if (it != workers_.end()) session = it->second.session;
   }

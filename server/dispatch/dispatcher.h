@@ -25,12 +25,10 @@
 #ifndef ABLATE_SERVER_DISPATCH_DISPATCHER_H_
 #define ABLATE_SERVER_DISPATCH_DISPATCHER_H_
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -39,6 +37,8 @@
 #include "ablate/v1/worker.pb.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "server/core/change_feed.h"
 #include "server/core/placement.h"
 #include "server/dispatch/seed_sequencer.h"
@@ -73,7 +73,9 @@ struct DispatcherOptions {
   // After a coordinator restart, workers may be deep in their reconnect backoff (up to 10 s);
   // attempts restored from the store get this much longer than a lease to come back.
   int64_t restart_grace_ms = 15000;
-  std::function<int64_t()> clock;   // ms since epoch; default system clock
+  // Its WallMs (ms since the epoch) is the dispatcher's "now": leases, heartbeats, allocation
+  // ends. Not owned; must outlive the dispatcher.
+  const Clock* clock = &SystemClock::Get();
 };
 
 class Dispatcher {
@@ -246,7 +248,7 @@ class Dispatcher {
                        const std::string& why);
 
   void Loop();
-  int64_t Now() const { return options_.clock(); }
+  int64_t Now() const { return options_.clock->WallMs(); }
   // The share a reconnecting worker keeps for a HeldAttempt of its Hello, or nullopt when the
   // claim is stale: not the run's current unfinished attempt with that fencing token in the
   // store, a node rank the store contradicts (node 0 is the attempt's worker there, no other node
@@ -337,13 +339,14 @@ class Dispatcher {
   const DispatcherOptions options_;
   SeedSequencer sequencer_{store_};  // used by the scheduling pass only
 
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<std::string, WorkerState> workers_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::string> waiting_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  // Scheduling wakes on kicks (submissions, capacity changes), not on every metric batch.
-  std::condition_variable kick_cv_;
+  // Scheduling wakes on kicks (submissions, capacity changes), not on every metric batch: the
+  // loop waits on mu_ until kicked_ or stop_ (or a tick passes).
   bool kicked_ ABSL_GUARDED_BY(mu_) = false;
+  bool KickedOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return kicked_ || stop_; }
   std::thread loop_;
 
   // Committed batches per attempt beyond the acknowledged prefix (the ack contract).
@@ -351,7 +354,7 @@ class Dispatcher {
     int64_t prefix = 0;        // every seq in 1..prefix is committed
     std::set<int64_t> beyond;  // committed seqs > prefix + 1
   };
-  std::mutex ack_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::Mutex ack_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<int64_t, Committed> committed_ ABSL_GUARDED_BY(ack_mu_);
 };
 

@@ -47,7 +47,7 @@ std::optional<int64_t> Dispatcher::ConfiguredSteps(const std::string& worker_id,
   absl::StatusOr<std::string> config = RunConfig(*run);
   if (!config.ok()) return std::nullopt;
   std::optional<int64_t> steps = NumIterations(*config);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto w = workers_.find(worker_id);
   if (w != workers_.end()) {
     auto a = w->second.attempts.find(attempt_id);

@@ -52,7 +52,7 @@ void Dispatcher::OnRelease(const std::string& worker_id, const v1::Release& msg)
   OnHeartbeat(worker_id);
   std::vector<std::pair<std::string, int64_t>> released;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto w = workers_.find(worker_id);
     if (w == workers_.end()) return;
     w->second.draining = true;  // a stopping worker takes nothing more
@@ -69,7 +69,7 @@ void Dispatcher::OnRelease(const std::string& worker_id, const v1::Release& msg)
 void Dispatcher::OnDraining(const std::string& worker_id, bool draining) {
   bool changed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto w = workers_.find(worker_id);
     if (w == workers_.end() || w->second.draining == draining) return;
     w->second.draining = draining;
@@ -89,7 +89,7 @@ std::vector<std::string> Dispatcher::FenceAllocations(
   std::vector<std::string> fenced;
   std::vector<std::pair<std::string, int64_t>> lost;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto& [worker_id, w] : workers_) {
       if (w.pool != pool || w.slurm_job_id == 0) continue;
       auto it = running.find(w.slurm_job_id);
@@ -112,7 +112,7 @@ std::vector<std::string> Dispatcher::FenceAllocations(
 }
 
 std::map<int64_t, int> Dispatcher::RunsByAllocation(const std::string& pool) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::map<int64_t, int> out;
   for (const auto& [worker_id, w] : workers_) {
     if (w.pool != pool || w.slurm_job_id == 0 || w.fenced) continue;
@@ -122,7 +122,7 @@ std::map<int64_t, int> Dispatcher::RunsByAllocation(const std::string& pool) con
 }
 
 std::map<std::string, WorkerAllocation> Dispatcher::WorkerAllocations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::map<std::string, WorkerAllocation> out;
   for (const auto& [worker_id, w] : workers_) {
     if (!w.session || (w.slurm_job_id == 0 && !w.draining)) continue;  // connected ones only

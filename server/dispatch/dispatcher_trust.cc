@@ -118,7 +118,7 @@ absl::Status Dispatcher::CheckHello(const v1::Hello& h) {
 bool Dispatcher::HoldsAttempt(const std::string& worker_id, int64_t attempt_id,
                               int64_t fencing_token, bool gang_result) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto w = workers_.find(worker_id);
     if (w != workers_.end()) {
       auto a = w->second.attempts.find(attempt_id);
@@ -153,12 +153,12 @@ std::vector<v1::CoordinatorMessage> Dispatcher::RefuseForeign(const std::string&
 
 std::optional<int64_t> Dispatcher::CommittedPrefix(int64_t attempt_id) {
   {
-    std::lock_guard<std::mutex> lock(ack_mu_);
+    absl::MutexLock lock(&ack_mu_);
     if (auto it = committed_.find(attempt_id); it != committed_.end()) return it->second.prefix;
   }
   absl::StatusOr<std::vector<int64_t>> seqs = store_->CommittedBatchSeqs(attempt_id);
   if (!seqs.ok()) return std::nullopt;
-  std::lock_guard<std::mutex> lock(ack_mu_);
+  absl::MutexLock lock(&ack_mu_);
   Committed& c = committed_[attempt_id];  // merged with what another thread may have added
   for (int64_t seq : *seqs) {
     if (seq > c.prefix) c.beyond.insert(seq);
@@ -172,7 +172,7 @@ std::optional<int64_t> Dispatcher::CommittedPrefix(int64_t attempt_id) {
 
 std::optional<int64_t> Dispatcher::CommitBatch(int64_t attempt_id, int64_t seq) {
   if (!CommittedPrefix(attempt_id)) return std::nullopt;  // loads the attempt's committed seqs
-  std::lock_guard<std::mutex> lock(ack_mu_);
+  absl::MutexLock lock(&ack_mu_);
   Committed& c = committed_[attempt_id];
   if (seq > c.prefix) c.beyond.insert(seq);
   while (!c.beyond.empty() && *c.beyond.begin() <= c.prefix + 1) {
@@ -183,7 +183,7 @@ std::optional<int64_t> Dispatcher::CommitBatch(int64_t attempt_id, int64_t seq) 
 }
 
 void Dispatcher::ForgetBatches(int64_t attempt_id) {
-  std::lock_guard<std::mutex> lock(ack_mu_);
+  absl::MutexLock lock(&ack_mu_);
   committed_.erase(attempt_id);
 }
 

@@ -105,7 +105,7 @@ void ConnectionGate::Start(int listen_fd) {
 
 void ConnectionGate::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
     for (const auto& [fd, address] : serving_) shutdown(fd, SHUT_RDWR);
@@ -206,7 +206,7 @@ void ConnectionGate::HandOver(int fd) {
   waiting_.erase(it);
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (copy >= 0 && !stopped_) {
       serving_[copy] = address;
       enqueue_([this, fd, copy] {
@@ -222,7 +222,7 @@ void ConnectionGate::HandOver(int fd) {
 }
 
 void ConnectionGate::Finished(int copy) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = serving_.find(copy);
   if (it == serving_.end()) return;
   close(copy);
@@ -233,7 +233,7 @@ void ConnectionGate::Finished(int copy) {
 }
 
 bool ConnectionGate::TakeSlot(const std::string& address) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   int& n = per_address_[address];
   if (n >= options_.max_per_address) return false;
   ++n;
@@ -241,7 +241,7 @@ bool ConnectionGate::TakeSlot(const std::string& address) {
 }
 
 void ConnectionGate::FreeSlot(const std::string& address) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = per_address_.find(address);
   if (it != per_address_.end() && --it->second <= 0) per_address_.erase(it);
 }

@@ -13,13 +13,13 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace ablate {
 
@@ -79,7 +79,7 @@ class ConnectionGate {
   std::thread thread_;
   std::map<int, Waiting> waiting_;  // gate thread only
 
-  std::mutex mu_;
+  absl::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, int> per_address_ ABSL_GUARDED_BY(mu_);
   // dup()s of the connections being served, with their address: shutdown() on Stop without a

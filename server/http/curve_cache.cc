@@ -9,14 +9,11 @@
 namespace ablate {
 
 struct CurveCache::Entry {
-  std::mutex mu;
+  absl::Mutex mu;
   int64_t attempt_id ABSL_GUARDED_BY(mu) = 0;
   bool terminal ABSL_GUARDED_BY(mu) = false;  // the run had finished when last read
   std::vector<MetricPoint> points ABSL_GUARDED_BY(mu);  // every stored point, step order
   std::map<std::pair<int, unsigned>, std::string> json ABSL_GUARDED_BY(mu);  // (max_points, series)
-  // Guarded by the cache's mu_ (an annotation cannot name another object's mutex).
-  std::list<int64_t>::iterator lru;
-  size_t counted = 0;  // points in points_held_
 };
 
 namespace {
@@ -73,7 +70,7 @@ absl::StatusOr<std::string> CurveCache::CurveJson(const Run& run, int max_points
   std::string out;
   size_t held = 0;
   {
-    std::lock_guard<std::mutex> lock(entry->mu);
+    absl::MutexLock lock(&entry->mu);
     absl::Status s =
         Update(*store_, run, &entry->points, &entry->attempt_id, &entry->terminal, &entry->json);
     if (!s.ok()) return s;
@@ -103,7 +100,7 @@ absl::StatusOr<int64_t> CurveCache::LastStep(const Run& run) {
   int64_t last = INT64_MIN;
   size_t held = 0;
   {
-    std::lock_guard<std::mutex> lock(entry->mu);
+    absl::MutexLock lock(&entry->mu);
     absl::Status s =
         Update(*store_, run, &entry->points, &entry->attempt_id, &entry->terminal, &entry->json);
     if (!s.ok()) return s;
@@ -115,29 +112,30 @@ absl::StatusOr<int64_t> CurveCache::LastStep(const Run& run) {
 }
 
 std::shared_ptr<CurveCache::Entry> CurveCache::Find(int64_t run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto [it, fresh] = entries_.try_emplace(run_id);
+  Slot& slot = it->second;
   if (fresh) {
-    it->second = std::make_shared<Entry>();
+    slot.entry = std::make_shared<Entry>();
     lru_.push_front(run_id);
   } else {
-    lru_.splice(lru_.begin(), lru_, it->second->lru);
+    lru_.splice(lru_.begin(), lru_, slot.lru);
   }
-  it->second->lru = lru_.begin();
-  return it->second;
+  slot.lru = lru_.begin();
+  return slot.entry;
 }
 
 void CurveCache::Account(int64_t run_id, size_t points_now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(run_id);
   if (it == entries_.end()) return;  // evicted meanwhile
-  points_held_ = points_held_ - it->second->counted + points_now;
-  it->second->counted = points_now;
+  points_held_ = points_held_ - it->second.counted + points_now;
+  it->second.counted = points_now;
   while (points_held_ > max_points_held_ && lru_.size() > 1) {
     int64_t victim = lru_.back();
     if (victim == run_id) break;  // the newest use is never evicted for itself
     auto v = entries_.find(victim);
-    points_held_ -= v->second->counted;
+    points_held_ -= v->second.counted;
     entries_.erase(v);
     lru_.pop_back();
   }

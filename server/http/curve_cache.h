@@ -17,11 +17,11 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/http/metrics_json.h"
 #include "server/store/store.h"
 
@@ -42,14 +42,20 @@ class CurveCache {
   absl::StatusOr<int64_t> LastStep(const Run& run);
 
  private:
-  struct Entry;
+  struct Entry;  // one run's points and renderings, under its own mutex
+  // A cached run as the cache's bookkeeping sees it.
+  struct Slot {
+    std::shared_ptr<Entry> entry;
+    std::list<int64_t>::iterator lru;  // its place in lru_
+    size_t counted = 0;                // its points in points_held_
+  };
   std::shared_ptr<Entry> Find(int64_t run_id);
   void Account(int64_t run_id, size_t points_now);
 
   const Store* const store_;
   const size_t max_points_held_;
-  std::mutex mu_;
-  std::map<int64_t, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex mu_;
+  std::map<int64_t, Slot> entries_ ABSL_GUARDED_BY(mu_);
   std::list<int64_t> lru_ ABSL_GUARDED_BY(mu_);  // front = newest
   size_t points_held_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -54,7 +54,7 @@ absl::StatusOr<std::shared_ptr<SharedScope>> LiveHub::Find(const LiveScope& scop
       break;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::erase_if(scopes_, [](const auto& entry) { return entry.second.expired(); });
   std::weak_ptr<SharedScope>& slot = scopes_[{static_cast<int>(kind), sweep_id}];
   if (std::shared_ptr<SharedScope> shared = slot.lock()) return shared;
@@ -67,12 +67,12 @@ SharedScope::SharedScope(LiveHub* hub, Kind kind, int64_t sweep_id)
     : hub_(hub), kind_(kind), sweep_id_(sweep_id) {}
 
 bool SharedScope::backlog() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return backlog_;
 }
 
 absl::StatusOr<std::vector<SseMessage>> SharedScope::Join(const View& view, uint64_t* cursor) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // Registered first, so that the poll reads what this page shows.
   const bool sweep_stale = view.kind == LiveScope::Kind::kSweep && sweep_pages_++ == 0;
   const bool detail_stale = view.kind == LiveScope::Kind::kRun && detail_pages_[view.run_id]++ == 0;
@@ -120,7 +120,7 @@ absl::StatusOr<std::vector<SseMessage>> SharedScope::Join(const View& view, uint
 }
 
 absl::StatusOr<std::vector<SseMessage>> SharedScope::Take(const View& view, uint64_t* cursor) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (absl::Status s = RefreshLocked(); !s.ok()) return s;
   if (!log_.empty() && log_.front().number > *cursor + 1) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -142,7 +142,7 @@ absl::StatusOr<std::vector<SseMessage>> SharedScope::Take(const View& view, uint
 }
 
 void SharedScope::Leave(const View& view, uint64_t cursor) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = cursors_.find(cursor); it != cursors_.end()) cursors_.erase(it);
   if (view.kind == LiveScope::Kind::kSweep) --sweep_pages_;
   if (view.kind == LiveScope::Kind::kRun) {
@@ -372,7 +372,8 @@ absl::StatusOr<std::vector<Event>> SharedScope::LatestEvents(const View& view) c
       hub_->queries_->store()->ListEvents(sweep_id_, run_id, 0, 0);
   if (!events.ok()) return events.status();
   // Up to what the scope has polled: later ones come with the generations after the snapshot.
-  std::erase_if(*events, [&](const Event& e) { return e.id > last_event_id_; });
+  const int64_t last = last_event_id_;
+  std::erase_if(*events, [last](const Event& e) { return e.id > last; });
   if (events->size() > kFirstEvents) {
     events->erase(events->begin(), events->end() - static_cast<std::ptrdiff_t>(kFirstEvents));
   }

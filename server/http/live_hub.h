@@ -21,7 +21,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -29,6 +28,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/core/change_feed.h"
 #include "server/http/api_queries.h"
 #include "server/http/metrics_json.h"
@@ -79,7 +79,7 @@ class LiveHub {
   const ChangeFeed* const feed_;
   const std::chrono::milliseconds min_interval_;
   const std::chrono::milliseconds max_lag_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::map<Key, std::weak_ptr<SharedScope>> scopes_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> polls_{0};
 };
@@ -183,7 +183,7 @@ class SharedScope {
   const Kind kind_;
   const int64_t sweep_id_;
 
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   bool polled_ ABSL_GUARDED_BY(mu_) = false;
   bool backlog_ ABSL_GUARDED_BY(mu_) = false;
   Clock::time_point last_poll_ ABSL_GUARDED_BY(mu_);

@@ -9,7 +9,7 @@ LoginThrottle::LoginThrottle(LoginThrottleOptions options) : options_(std::move(
 
 int64_t LoginThrottle::WaitMs(const std::string& address) {
   const int64_t now = Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(address);
   if (it == entries_.end()) return 0;
   return std::max<int64_t>(0, it->second.until_ms - now);
@@ -17,7 +17,7 @@ int64_t LoginThrottle::WaitMs(const std::string& address) {
 
 void LoginThrottle::Failed(const std::string& address) {
   const int64_t now = Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ForgetIdle(now);
   Entry& e = entries_[address];
   e.failures += 1;
@@ -30,7 +30,7 @@ void LoginThrottle::Failed(const std::string& address) {
 }
 
 void LoginThrottle::Succeeded(const std::string& address) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   entries_.erase(address);
 }
 

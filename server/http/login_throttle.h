@@ -5,10 +5,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 
 namespace ablate {
@@ -43,7 +43,7 @@ class LoginThrottle {
   void ForgetIdle(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const LoginThrottleOptions options_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 

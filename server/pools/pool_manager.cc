@@ -57,7 +57,7 @@ PoolManager::~PoolManager() { Stop(); }
 void PoolManager::Start() {
   std::vector<std::string> work_dirs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [name, p] : pools_) work_dirs.push_back(p.config.worker.work_dir);
   }
   for (const std::string& dir : work_dirs) {
@@ -70,52 +70,52 @@ void PoolManager::Start() {
 
 void PoolManager::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
   if (loop_.joinable()) loop_.join();
 }
 
 void PoolManager::Kick() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     kicked_ = true;
   }
-  cv_.notify_all();
 }
 
 void PoolManager::Loop() {
-  const auto poll = std::chrono::milliseconds(options_.poll_ms);
-  const auto min_poll = std::chrono::milliseconds(std::min(options_.min_poll_ms, options_.poll_ms));
-  std::unique_lock<std::mutex> lock(mu_);
+  const absl::Duration poll = absl::Milliseconds(options_.poll_ms);
+  const absl::Duration min_poll =
+      absl::Milliseconds(std::min(options_.min_poll_ms, options_.poll_ms));
+  mu_.Lock();
   while (!stop_) {
-    const auto polled = std::chrono::steady_clock::now();
-    lock.unlock();
+    const absl::Time polled = absl::Now();
+    mu_.Unlock();
     PollOnce();
-    lock.lock();
-    cv_.wait_until(lock, polled + poll, [this] { return stop_ || kicked_; });
+    mu_.Lock();
+    mu_.AwaitWithDeadline(absl::Condition(this, &PoolManager::StoppingOrKicked), polled + poll);
     // Rate limit: a burst of submissions costs one squeue, not one each.
-    cv_.wait_until(lock, polled + min_poll, [this] { return stop_; });
+    mu_.AwaitWithDeadline(absl::Condition(&stop_), polled + min_poll);
     kicked_ = false;
   }
+  mu_.Unlock();
 }
 
 CommandOutput PoolManager::Slurm(const std::vector<std::string>& argv) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++calls_;
   }
   return slurm_->Run(argv);
 }
 
 int64_t PoolManager::slurm_calls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return calls_;
 }
 
 void PoolManager::PollOnce() {
-  const int64_t seen_ms = options_.clock ? options_.clock() : SystemClock::Get().WallMs();
+  const int64_t seen_ms = options_.clock->WallMs();
   std::optional<Pilots> pilots = ReadPilots();
   if (!pilots) return;  // squeue failed (logged): nothing is fenced
   for (const auto& [name, config] : pilots->configs) {
@@ -127,7 +127,7 @@ void PoolManager::PollOnce() {
   std::vector<int64_t> cancel;
   std::map<std::string, PoolState> next = Scale(*pilots, &queued_pool, &cancel, &error);
   if (!cancel.empty()) CancelPilots(cancel, &error);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [name, st] : next) pools_[name] = std::move(st);
   queued_pool_ = std::move(queued_pool);
   polled_ms_ = seen_ms;
@@ -141,7 +141,7 @@ std::optional<PoolManager::Pilots> PoolManager::ReadPilots() {
       q.exit_code == 0 ? ParseSqueue(q.out)
                        : absl::StatusOr<std::vector<SlurmJob>>(
                              absl::UnavailableError(Failure("squeue", q)));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!jobs.ok()) {
     // Nothing is fenced on a failed poll: an unreachable controller says nothing about the jobs.
     if (error_ != jobs.status().message()) Log(std::string(jobs.status().message()));
@@ -221,14 +221,14 @@ void PoolManager::Fence(const std::string& pool, const std::vector<SlurmJob>& jo
 
 void PoolManager::LogFinalStates(const std::set<int64_t>& gone) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (gone.empty() || !accounting_) return;
   }
   CommandOutput out = Slurm(SacctArgs({gone.begin(), gone.end()}));
   if (out.exit_code != 0) {
     if (AccountingDisabled(out.err)) {
       Log("the cluster keeps no accounting: pilots that leave the queue are taken as ended");
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       accounting_ = false;
     } else {
       Log(Failure("sacct", out));
@@ -288,7 +288,7 @@ absl::Status PoolManager::CheckSweep(const Sweep& sweep, bool runs_scripts) {
   if (sweep.pool.empty()) return absl::OkStatus();
   PoolConfig config;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = pools_.find(sweep.pool);
     if (it == pools_.end()) {
       std::string names;
@@ -331,7 +331,7 @@ absl::Status PoolManager::CheckSweep(const Sweep& sweep, bool runs_scripts) {
 }
 
 std::vector<PoolStatus> PoolManager::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<PoolStatus> out;
   for (const auto& [name, p] : pools_) {
     out.push_back({p.config, p.pilots, p.wanted, polled_ms_, error_});
@@ -340,7 +340,7 @@ std::vector<PoolStatus> PoolManager::Snapshot() const {
 }
 
 void PoolManager::AddWaitingReasons(std::map<int64_t, std::string>* by_run) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [run_id, pool] : queued_pool_) {
     auto it = pools_.find(pool);
     if (it == pools_.end() || it->second.waiting.empty()) continue;

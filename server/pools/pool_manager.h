@@ -11,10 +11,7 @@
 #ifndef ABLATE_SERVER_POOLS_POOL_MANAGER_H_
 #define ABLATE_SERVER_POOLS_POOL_MANAGER_H_
 
-#include <condition_variable>
-#include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +20,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/pools/command_runner.h"
 #include "server/pools/pilot_job.h"
@@ -40,7 +39,9 @@ struct PoolManagerOptions {
   // A Kick polls at once, but never sooner than this after the last poll (at most poll_ms), so
   // that even a stream of submissions costs at most 60000 / min_poll_ms squeue calls a minute.
   int64_t min_poll_ms = 15000;
-  std::function<int64_t()> clock;   // ms since epoch, the dispatcher's clock; system by default
+  // Its WallMs (ms since the epoch) stamps each poll; the dispatcher's clock. Not owned; must
+  // outlive the manager.
+  const Clock* clock = &SystemClock::Get();
 };
 
 // One pilot as the last poll saw it.
@@ -126,7 +127,8 @@ class PoolManager {
   Store* const store_;
   Dispatcher* const dispatcher_;
 
-  mutable std::mutex mu_;
+  // The loop waits on mu_ itself (Mutex::AwaitWithDeadline) for stop_ or kicked_.
+  mutable absl::Mutex mu_;
   std::map<std::string, PoolState> pools_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::string> queued_pool_ ABSL_GUARDED_BY(mu_);  // run -> pool
   std::set<int64_t> known_jobs_ ABSL_GUARDED_BY(mu_);
@@ -136,7 +138,7 @@ class PoolManager {
   bool accounting_ ABSL_GUARDED_BY(mu_) = true;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool kicked_ ABSL_GUARDED_BY(mu_) = false;
-  std::condition_variable cv_;
+  bool StoppingOrKicked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || kicked_; }
   std::thread loop_;
 };
 

@@ -10,7 +10,7 @@ SweepWatchCache::SweepWatchCache(Store* store, FillSweep fill_sweep,
     : store_(store), fill_sweep_(std::move(fill_sweep)), min_interval_(min_interval) {}
 
 std::shared_ptr<SweepWatchCache::Entry> SweepWatchCache::Acquire(int64_t sweep_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::erase_if(entries_, [](const auto& entry) { return entry.second.expired(); });
   std::weak_ptr<Entry>& slot = entries_[sweep_id];
   if (std::shared_ptr<Entry> entry = slot.lock()) return entry;
@@ -20,16 +20,16 @@ std::shared_ptr<SweepWatchCache::Entry> SweepWatchCache::Acquire(int64_t sweep_i
 }
 
 uint64_t SweepWatchCache::polls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return polls_;
 }
 
 absl::StatusOr<std::shared_ptr<const SweepWatchCache::Snapshot>> SweepWatchCache::Entry::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto now = std::chrono::steady_clock::now();
   if (latest_ != nullptr && now - polled_ < cache_->min_interval_) return latest_;
   {
-    std::lock_guard<std::mutex> count(cache_->mu_);
+    absl::MutexLock count(&cache_->mu_);
     ++cache_->polls_;
   }
   auto next = std::make_shared<Snapshot>();

@@ -13,12 +13,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "ablate/v1/types.pb.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/store/store.h"
 
 namespace ablate {
@@ -51,7 +51,7 @@ class SweepWatchCache {
     Entry(SweepWatchCache* cache, int64_t sweep_id) : cache_(cache), sweep_id_(sweep_id) {}
     SweepWatchCache* const cache_;
     const int64_t sweep_id_;
-    std::mutex mu_;
+    absl::Mutex mu_;
     std::chrono::steady_clock::time_point polled_ ABSL_GUARDED_BY(mu_);
     std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
   };
@@ -70,7 +70,7 @@ class SweepWatchCache {
   Store* const store_;
   const FillSweep fill_sweep_;
   const std::chrono::milliseconds min_interval_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<int64_t, std::weak_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
   uint64_t polls_ ABSL_GUARDED_BY(mu_) = 0;
 };

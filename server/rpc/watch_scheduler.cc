@@ -15,10 +15,9 @@ WatchScheduler::WatchScheduler(ChangeFeed* feed, Options options)
 WatchScheduler::~WatchScheduler() {
   feed_->RemoveListener(listener_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_one();
   timer_.join();
   pool_.reset();  // runs the wakes already queued (their Park calls find no timer: dropped)
 }
@@ -32,7 +31,7 @@ void WatchScheduler::Park(Stream* stream, uint64_t seen, Clock::time_point not_b
   const Clock::time_point now = Clock::now();
   bool poke = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // The feed is read under our lock (as the timer does; a listener never holds the feed's
     // lock when it takes ours): a change after this read finds feed_wait_ set and pokes.
     const bool closed = feed_->closed();
@@ -41,33 +40,28 @@ void WatchScheduler::Park(Stream* stream, uint64_t seen, Clock::time_point not_b
     if (!moved) feed_wait_ = true;
     const Clock::time_point due = moved ? not_before : std::max(now + options_.tick, not_before);
     poke = closed || stream->Cancelled() || due < planned_;  // sooner than the timer planned
-    if (poke) poked_ = true;
+    if (poke) poked_ = true;  // the timer's Await sees it when the lock is released
   }
-  if (poke) cv_.notify_one();
 }
 
 void WatchScheduler::Poke() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    poked_ = true;
-  }
-  cv_.notify_one();
+  absl::MutexLock lock(&mu_);
+  poked_ = true;
 }
 
 size_t WatchScheduler::parked() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return parked_.size();
 }
 
 void WatchScheduler::OnFeed(bool closed) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // Nothing parked waits for a change: the timer need not look (the common case under load,
     // where every stream saw the feed move before it even parked).
     if (!feed_wait_ && !closed) return;
     poked_ = true;
   }
-  cv_.notify_one();
 }
 
 WatchScheduler::Clock::time_point WatchScheduler::Scan(uint64_t version, bool closed) {
@@ -97,15 +91,16 @@ WatchScheduler::Clock::time_point WatchScheduler::Scan(uint64_t version, bool cl
 }
 
 void WatchScheduler::TimerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
+  auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || poked_; };
   while (!stopping_) {
     poked_ = false;
     // The feed's lock under ours: a listener (OnFeed) takes ours with the feed's released.
     planned_ = Scan(feed_->version(), feed_->closed());
     if (planned_ == Clock::time_point::max()) {
-      cv_.wait(lock, [this] { return stopping_ || poked_; });
+      mu_.Await(absl::Condition(&woken));
     } else {
-      cv_.wait_until(lock, planned_, [this] { return stopping_ || poked_; });
+      mu_.AwaitWithTimeout(absl::Condition(&woken), absl::FromChrono(planned_ - Clock::now()));
     }
   }
 }

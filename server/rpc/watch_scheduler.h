@@ -13,14 +13,14 @@
 #define ABLATE_SERVER_RPC_WATCH_SCHEDULER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/core/change_feed.h"
 #include "server/rpc/stream_pool.h"
 
@@ -86,8 +86,8 @@ class WatchScheduler {
 
   ChangeFeed* const feed_;
   const Options options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // The timer waits on mu_ itself (Mutex::Await): every flag it waits for is set under it.
+  mutable absl::Mutex mu_;
   std::vector<Parked> parked_ ABSL_GUARDED_BY(mu_);
   bool feed_wait_ ABSL_GUARDED_BY(mu_) = false;  // a parked stream waits for the feed to move
   bool poked_ ABSL_GUARDED_BY(mu_) = false;      // look again before `planned_`

@@ -7,12 +7,12 @@
 #include <deque>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/utf8_text.h"
 #include "server/convert/convert.h"
 #include "server/rpc/grpc_status.h"
@@ -91,7 +91,7 @@ class WorkerStreamCore : public WorkerSession,
   bool Send(const v1::CoordinatorMessage& msg) override {
     std::string bytes = msg.SerializeAsString();
     grpc::Slice slice(bytes);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (finish_requested_ || broken_ || reactor_ == nullptr) return false;
     if (out_.size() >= WorkerServiceImpl::kMaxUnsentMessages ||
         unsent_bytes_ + bytes.size() > WorkerServiceImpl::kMaxUnsentBytes) {
@@ -113,7 +113,7 @@ class WorkerStreamCore : public WorkerSession,
   void Start() {
     grpc::Status auth = service_->auth_->CheckWorker(*ctx_);
     if (!auth.ok()) return RequestFinish(auth);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     reactor_->StartRead(read_buffer_);
   }
 
@@ -121,7 +121,7 @@ class WorkerStreamCore : public WorkerSession,
     std::string bytes = ok ? Bytes(*read_buffer_) : std::string();
     bool schedule = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (ok) {
         queued_bytes_ += bytes.size();
         in_.push_back(std::move(bytes));
@@ -140,7 +140,7 @@ class WorkerStreamCore : public WorkerSession,
   }
 
   void OnWritten(bool ok) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     unsent_bytes_ -= out_.front().Length();
     out_.pop_front();
     if (!ok) {
@@ -162,7 +162,7 @@ class WorkerStreamCore : public WorkerSession,
   void OnCancelled() {
     bool schedule = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       read_done_ = true;
       schedule = !scheduled_;
       scheduled_ = true;
@@ -171,14 +171,14 @@ class WorkerStreamCore : public WorkerSession,
   }
 
   void OnDone() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     reactor_ = nullptr;
   }
 
  private:
   static constexpr int kBurst = 32;  // messages per pool task before it yields to other streams
 
-  bool ReadAheadFull() const {
+  bool ReadAheadFull() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return in_.size() >= WorkerServiceImpl::kMaxQueuedMessages ||
            queued_bytes_ >= WorkerServiceImpl::kMaxQueuedBytes;
   }
@@ -199,7 +199,7 @@ class WorkerStreamCore : public WorkerSession,
       std::string bytes;
       bool end = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (in_.empty()) {
           if (!read_done_ || ended_) {
             scheduled_ = false;
@@ -269,7 +269,7 @@ class WorkerStreamCore : public WorkerSession,
 
   // Counts one more append in flight when fewer than `limit` are; else false.
   bool AppendsBelow(int limit) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (appends_in_flight_ >= limit) {
       return false;
     }
@@ -279,7 +279,7 @@ class WorkerStreamCore : public WorkerSession,
 
   // True when no append is in flight; else the last one to finish schedules Drain again.
   bool AppendsSettled() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (appends_in_flight_ == 0) return true;
     waiting_for_appends_ = true;
     return false;
@@ -288,7 +288,7 @@ class WorkerStreamCore : public WorkerSession,
   void AppendDone() {
     bool resume = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       --appends_in_flight_;
       if (appends_in_flight_ == 0 && waiting_for_appends_) {
         waiting_for_appends_ = false;
@@ -325,7 +325,7 @@ class WorkerStreamCore : public WorkerSession,
 
   // Finishes once what is queued for writing is written (at once if nothing is).
   void RequestFinish(const grpc::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (finish_requested_ || reactor_ == nullptr) return;
     finish_requested_ = true;
     finish_status_ = status;
@@ -340,7 +340,7 @@ class WorkerStreamCore : public WorkerSession,
   bool refused_ = false;             // the stream is finishing with an error: ignore what follows
   std::optional<std::string> held_;  // a message waiting for the appends in flight
 
-  std::mutex mu_;
+  absl::Mutex mu_;
   WorkerServiceImpl::RawReactor* reactor_ ABSL_GUARDED_BY(mu_);
   grpc::CallbackServerContext* const ctx_;           // valid while reactor_ is
   grpc::ByteBuffer* const read_buffer_;              // the reactor's; filled by gRPC between reads

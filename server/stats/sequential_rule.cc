@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <numbers>
 #include <tuple>
 
+#include "common/thread_annotations.h"
 #include "server/stats/t_tests.h"
 
 namespace ablate {
@@ -126,15 +126,16 @@ double PerAblationAlpha(int ablations) {
 }
 
 std::vector<double> SequentialBoundaries(const SequentialDesign& design) {
-  static std::mutex mu;
-  static auto* cache = new std::map<std::tuple<int, int, double>, std::vector<double>>();
+  static AnnotatedMutex mu;
+  static auto* cache ABLATE_PT_GUARDED_BY(mu) =
+      new std::map<std::tuple<int, int, double>, std::vector<double>>();
   const auto key = std::make_tuple(design.min_seeds, design.max_seeds, design.alpha);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    AnnotatedMutexLock lock(&mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
   }
   std::vector<double> boundaries = Calibrate(design);
-  std::lock_guard<std::mutex> lock(mu);
+  AnnotatedMutexLock lock(&mu);
   return cache->emplace(key, std::move(boundaries)).first->second;
 }
 

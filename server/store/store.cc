@@ -152,7 +152,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(std::string path, StoreOption
   }
   STORE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer_connection,
                          Connection::Open(filename, base));
-  const TimestampMs now = options.clock ? options.clock() : SystemClock::Get().WallMs();
+  const TimestampMs now = options.clock->WallMs();
   STORE_ASSIGN_OR_RETURN(
       int version,
       ApplyMigrations(*writer_connection, KnownMigrations(options.max_migrations), path, now));
@@ -188,7 +188,7 @@ Store::Store(std::string path, StoreOptions options, int schema_version,
 Store::~Store() = default;
 
 TimestampMs Store::Now() const {
-  return options_.clock ? options_.clock() : SystemClock::Get().WallMs();
+  return options_.clock->WallMs();
 }
 
 absl::Status Store::ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) const {

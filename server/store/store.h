@@ -17,6 +17,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "common/code_snapshot.h"
 #include "server/core/model.h"
 
@@ -28,8 +29,9 @@ class FenceCache;
 class Writer;
 
 struct StoreOptions {
-  // Source of every timestamp the store writes (ms since the epoch); null = the system clock.
-  std::function<TimestampMs()> clock;
+  // Its WallMs stamps every timestamp the store writes (ms since the epoch). Not owned; must
+  // outlive the store.
+  const Clock* clock = &SystemClock::Get();
   // 0 = apply all embedded migrations. N > 0 = know only the first N (tests of upgrades): the
   // store then behaves as a coordinator whose newest schema is migration N.
   int max_migrations = 0;

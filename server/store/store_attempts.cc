@@ -1,10 +1,11 @@
 // Store: attempts and the run lifecycle they drive (assigned -> running -> succeeded / failed /
 // requeued), guarded by fencing tokens so that a stale worker can change nothing.
-#include <mutex>
 #include <random>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "server/core/slurm_worker_id.h"
 #include "server/store/absl_compat.h"
 #include "server/store/connection.h"
@@ -26,9 +27,9 @@ namespace {
 // A fencing token nobody can guess (DESIGN §4, Trust): 63 random bits from the system's CSPRNG,
 // never an attempt number, never 0.
 int64_t NewFencingToken(int number) {
-  static std::mutex mu;
-  static std::random_device device;  // /dev/urandom
-  std::lock_guard<std::mutex> lock(mu);
+  static absl::Mutex mu(absl::kConstInit);
+  static std::random_device device ABSL_GUARDED_BY(mu);  // /dev/urandom
+  absl::MutexLock lock(&mu);
   while (true) {
     uint64_t bits = (uint64_t{device()} << 32) | device();
     const int64_t token = static_cast<int64_t>(bits >> 1);

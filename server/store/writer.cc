@@ -22,12 +22,7 @@ Writer::~Writer() {
 bool Writer::Enqueue(Pending* pending) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return false;
-  if (tail_ == nullptr) {
-    head_ = pending;
-  } else {
-    tail_->next = pending;
-  }
-  tail_ = pending;
+  queue_.push_back(pending);
   return true;
 }
 
@@ -51,14 +46,13 @@ int64_t Writer::transactions() const {
   return transactions_;
 }
 
-bool Writer::HasWorkOrStopping() const { return head_ != nullptr || stopping_; }
+bool Writer::HasWorkOrStopping() const { return !queue_.empty() || stopping_; }
 
 void Writer::TakeBatch(std::vector<Pending*>& batch) {
-  while (head_ != nullptr && static_cast<int>(batch.size()) < max_batch_) {
-    batch.push_back(head_);
-    head_ = head_->next;
+  while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch_) {
+    batch.push_back(queue_.front());
+    queue_.pop_front();
   }
-  if (head_ == nullptr) tail_ = nullptr;
 }
 
 void Writer::Loop() {
@@ -68,7 +62,7 @@ void Writer::Loop() {
     batch.clear();
     {
       absl::MutexLock lock(&mu_, absl::Condition(this, &Writer::HasWorkOrStopping));
-      if (head_ == nullptr) return;  // stopping, and nothing left to do
+      if (queue_.empty()) return;  // stopping, and nothing left to do
       TakeBatch(batch);
     }
     RunBatch(batch);

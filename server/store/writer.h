@@ -4,6 +4,7 @@
 #define ABLATE_SERVER_STORE_WRITER_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -26,7 +27,7 @@ namespace ablate {
 // deadlock).
 //
 // Each caller waits on a signal of its own, so a commit wakes exactly the callers whose jobs it
-// finished; the queue's mutex is held only to link or unlink jobs, never while a job runs.
+// finished; the queue's mutex is held only to queue or take jobs, never while a job runs.
 // Group commit: whatever is queued when a transaction begins (blocking Write()s from any number
 // of threads, and Post()ed jobs) is committed together, and no caller learns of success before
 // that COMMIT has returned.
@@ -66,8 +67,7 @@ class Writer {
   int64_t transactions() const;
 
  private:
-  // Lives on the caller's stack for the duration of Write(); linked into the queue by `next`, so
-  // queueing allocates nothing.
+  // Lives on the caller's stack for the duration of Write() (queued by pointer, in queue_).
   struct Pending {
     explicit Pending(Job j) : job(j) {}
     // Post(): the job lives here, and the writer deletes the Pending once it ran.
@@ -79,17 +79,16 @@ class Writer {
     std::unique_ptr<OwnedJob> owned;  // before `job`, which refers to it
     Job job;
     const bool detached = false;
-    Done on_done;             // Post() only
-    absl::Status status;      // written by the writer thread before `done` is notified
-    Pending* next = nullptr;  // guarded by mu_ while queued
+    Done on_done;         // Post() only
+    absl::Status status;  // written by the writer thread before `done` is notified
     absl::Notification done;
   };
 
-  // Links `pending` at the tail; false when stopping.
+  // Queues `pending` at the tail; false when stopping.
   bool Enqueue(Pending* pending);
   void Loop();
   bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Unlinks up to max_batch_ jobs from the head of the queue into `batch`.
+  // Moves up to max_batch_ jobs from the head of the queue into `batch`.
   void TakeBatch(std::vector<Pending*>& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBatch(const std::vector<Pending*>& batch);
   // RunBatch's outcome for every job when the transaction as a whole is lost.
@@ -100,8 +99,7 @@ class Writer {
   const int max_batch_;
   const std::function<void()> on_lost_;  // called on the writer thread only
   mutable absl::Mutex mu_;
-  Pending* head_ ABSL_GUARDED_BY(mu_) = nullptr;  // oldest queued job
-  Pending* tail_ ABSL_GUARDED_BY(mu_) = nullptr;  // newest queued job
+  std::deque<Pending*> queue_ ABSL_GUARDED_BY(mu_);  // front = oldest queued job
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t transactions_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;  // last: starts after the members above exist

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/clock.h"
 #include "server/store/store.h"
 #include "server/sweep/sweep_spec.h"
 #include "tests/util/subprocess.h"
@@ -246,7 +247,7 @@ class CompareCliTest : public ::testing::Test {
   void SetUp() override {
     {
       StoreOptions options;
-      options.clock = [] { return TimestampMs{1'767'225'600'000}; };  // 2026-01-01, fixed
+      options.clock = &clock_;  // 2026-01-01, fixed
       absl::StatusOr<std::unique_ptr<Store>> store =
           Store::Open(data_.path() + "/ablate.db", options);
       ASSERT_TRUE(store.ok()) << store.status();
@@ -297,6 +298,7 @@ class CompareCliTest : public ::testing::Test {
     EXPECT_EQ(r.out, ReadFile(path)) << "golden " << name;
   }
 
+  const ManualClock clock_;  // its default wall reading, 2026-01-01
   TempDir data_, logs_;
   std::unique_ptr<Subprocess> coordinator_;
   std::string address_;

@@ -3,10 +3,11 @@
 #ifndef ABLATE_TRAINER_TRAIN_EVENT_SINK_H_
 #define ABLATE_TRAINER_TRAIN_EVENT_SINK_H_
 
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace ablate {
 
@@ -22,31 +23,31 @@ class JsonLinesSink : public EventSink {
  public:
   explicit JsonLinesSink(std::ostream* out) : out_(out) {}
   void Emit(const nlohmann::json& event) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     *out_ << event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     out_->flush();
   }
 
  private:
-  std::mutex mu_;
-  std::ostream* out_;
+  AnnotatedMutex mu_;
+  std::ostream* const out_ ABLATE_PT_GUARDED_BY(mu_);
 };
 
 // Keeps every event (tests).
 class MemorySink : public EventSink {
  public:
   void Emit(const nlohmann::json& event) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     events_.push_back(event);
   }
   std::vector<nlohmann::json> events() {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     return events_;
   }
 
  private:
-  std::mutex mu_;
-  std::vector<nlohmann::json> events_;
+  AnnotatedMutex mu_;
+  std::vector<nlohmann::json> events_ ABLATE_GUARDED_BY(mu_);
 };
 
 }  // namespace ablate

@@ -6,10 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "trainer/model/model_config.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/train/trainer.h"
@@ -25,7 +25,7 @@ class AbortSignal {
  public:
   // Raises the signal; true for the first caller, whose `why` is kept.
   bool Raise(const std::string& why) {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     if (raised_.load()) return false;
     why_ = why;
     raised_.store(true);
@@ -34,14 +34,14 @@ class AbortSignal {
   bool raised() const { return raised_.load(); }
   const std::atomic<bool>* flag() const { return &raised_; }
   std::string why() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     return why_;
   }
 
  private:
-  std::atomic<bool> raised_{false};
-  mutable std::mutex mu_;
-  std::string why_;
+  std::atomic<bool> raised_{false};  // set under mu_, read without it
+  mutable AnnotatedMutex mu_;
+  std::string why_ ABLATE_GUARDED_BY(mu_);
 };
 
 struct RunPlan {

@@ -4,9 +4,9 @@
 // placement rule that a run does not start in an allocation that ends before it would.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <mutex>
 
+#include "common/clock.h"
 #include "server/core/placement.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/sweep/sweep_spec.h"
@@ -56,11 +56,11 @@ class DispatcherPoolsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     StoreOptions so;
-    so.clock = [this] { return now_.load(); };
+    so.clock = &clock_;
     store_ = std::move(Store::Open(":memory:", so)).value();
     DispatcherOptions o;
     o.lease_ms = 100000;
-    o.clock = [this] { return now_.load(); };
+    o.clock = &clock_;
     dispatcher_ = std::make_unique<Dispatcher>(store_.get(), &feed_, o);
   }
 
@@ -84,7 +84,7 @@ class DispatcherPoolsTest : public ::testing::Test {
 
   ablate::Run RunOf(int64_t id) { return *store_->GetRun(id); }
 
-  std::atomic<int64_t> now_{1000000};
+  ManualClock clock_{/*wall_ms=*/1'000'000};
   ChangeFeed feed_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Dispatcher> dispatcher_;
@@ -113,8 +113,9 @@ TEST_F(DispatcherPoolsTest, PoolSweepsRunOnlyOnTheirPoolsWorkers) {
   EXPECT_EQ(allocations["slurm/lab/7.0/0"].pool, "lab");
   EXPECT_EQ(allocations["slurm/lab/7.0/0"].job_id, 7);
   EXPECT_EQ(allocations["slurm/lab/7.0/0"].ends_ms, 0) << "unknown until squeue says";
-  dispatcher_->FenceAllocations("lab", {{7, {0, now_ + 60000}}}, now_ + 1, "gone");
-  EXPECT_EQ(dispatcher_->WorkerAllocations()["slurm/lab/7.0/0"].ends_ms, now_ + 60000);
+  dispatcher_->FenceAllocations("lab", {{7, {0, clock_.WallMs() + 60000}}}, clock_.WallMs() + 1,
+                                "gone");
+  EXPECT_EQ(dispatcher_->WorkerAllocations()["slurm/lab/7.0/0"].ends_ms, clock_.WallMs() + 60000);
   // A pool without workers: its runs wait, saying so, and never go to other workers.
   Submit(0, 1, "other");
   dispatcher_->ScheduleOnce();
@@ -176,8 +177,9 @@ TEST_F(DispatcherPoolsTest, AllocationsSqueueNoLongerShowsAreFenced) {
   Submit(8, 1, "lab");
   dispatcher_->ScheduleOnce();
   ASSERT_EQ(old_pilot->Take().size(), 1u);
-  const int64_t seen = ++now_;
-  ++now_;
+  clock_.Advance(1);
+  const int64_t seen = clock_.WallMs();
+  clock_.Advance(1);
   auto fresh = Connect(HelloOf("lab", 8, 0));  // registered after that squeue
   std::map<int64_t, Dispatcher::RunningAllocation> running;  // squeue shows neither job
   std::vector<std::string> fenced =
@@ -190,7 +192,8 @@ TEST_F(DispatcherPoolsTest, AllocationsSqueueNoLongerShowsAreFenced) {
   EXPECT_EQ(fresh->Take().size(), 1u) << "a worker newer than the squeue call is not fenced";
   // A requeued job's new incarnation makes the old one's workers stale.
   running[8] = {/*restart_count=*/1, 0};
-  fenced = dispatcher_->FenceAllocations("lab", running, ++now_, "requeued");
+  clock_.Advance(1);
+  fenced = dispatcher_->FenceAllocations("lab", running, clock_.WallMs(), "requeued");
   EXPECT_EQ(fenced, std::vector<std::string>{"slurm/lab/8.0/0"});
   EXPECT_EQ(RunOf(1).state, RunState::kQueued);
 }

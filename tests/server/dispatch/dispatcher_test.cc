@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <functional>
 #include <mutex>
 
+#include "common/clock.h"
 #include "server/sweep/sweep_spec.h"
 #include "tests/util/subprocess.h"
 
@@ -53,13 +53,13 @@ class DispatcherTest : public ::testing::Test {
   // A store at `store_path` and a dispatcher over it, both on the fake clock.
   void Open(const std::string& store_path) {
     StoreOptions so;
-    so.clock = [this] { return now_.load(); };
+    so.clock = &clock_;
     absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(store_path, so);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     DispatcherOptions o;
     o.lease_ms = 1000;
-    o.clock = [this] { return now_.load(); };
+    o.clock = &clock_;
     dispatcher_ = std::make_unique<Dispatcher>(store_.get(), &feed_, o);
   }
 
@@ -231,7 +231,7 @@ class DispatcherTest : public ::testing::Test {
     return attempts.empty() ? Attempt{} : attempts[0];
   }
 
-  std::atomic<int64_t> now_{1'000'000};
+  ManualClock clock_{/*wall_ms=*/1'000'000};
   ChangeFeed feed_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Dispatcher> dispatcher_;
@@ -280,7 +280,7 @@ TEST_F(DispatcherTest, SilentWorkerLosesItsAttemptsAndStaleWritesAreRefused) {
   dispatcher_->ScheduleOnce();
   std::vector<v1::Assignment> first = Assignments(a->Take());
   ASSERT_EQ(first.size(), 1u);
-  now_ += 1500;  // past the lease, no heartbeat
+  clock_.Advance(1500);  // past the lease, no heartbeat
   dispatcher_->ExpireLeases();
   ablate::Run run = *store_->GetRun(first[0].run_id());
   EXPECT_EQ(run.state, RunState::kQueued);
@@ -334,7 +334,7 @@ TEST_F(DispatcherTest, CheckpointSweepsTellWorkersThePeriodAndWhereAResumeMaySta
     if (step % 10 == 0) p->set_val_loss(5.5);
   }
   ASSERT_EQ(dispatcher_->OnMetrics("a", batch).size(), 1u);
-  now_ += 1500;  // past the lease: a is lost, the run requeued
+  clock_.Advance(1500);  // past the lease: a is lost, the run requeued
   dispatcher_->ExpireLeases();
   auto b = Connect(HelloOf("b", 0, 1));
   dispatcher_->ScheduleOnce();
@@ -395,7 +395,7 @@ TEST_F(DispatcherTest, ReconnectKeepsHeldAttemptsAndNamesStaleOnes) {
   ASSERT_TRUE(w.ok());
   ASSERT_EQ(w->stale_attempt_ids_size(), 1);
   EXPECT_EQ(w->stale_attempt_ids(0), 9999);
-  now_ += 5000;
+  clock_.Advance(5000);
   dispatcher_->OnHeartbeat("a");
   dispatcher_->ExpireLeases();
   EXPECT_EQ(store_->GetRun(got[0].run_id())->state, RunState::kAssigned);
@@ -523,7 +523,7 @@ TEST_F(DispatcherTest, GangNodeCancelledRequeuesWithoutCountingAndCancelsNodeZer
 
 TEST_F(DispatcherTest, LostGangNodeCancelsTheOtherNode) {
   std::vector<GangMember> g = PlaceGang();
-  now_ += 1500;  // past the lease; only node 0's worker is heard from
+  clock_.Advance(1500);  // past the lease; only node 0's worker is heard from
   dispatcher_->OnHeartbeat(g[0].worker_id);
   dispatcher_->ExpireLeases();
   ExpectLostAndCancelled(g[0], "node 1 of 2 (worker " + g[1].worker_id +
@@ -868,13 +868,13 @@ TEST_F(DispatcherRestartTest, GangWhoseNodeZeroNeverReturnsIsLostAndTheOtherNode
   const v1::Assignment as = g[1].assignment;
   RestartCoordinator();
   EXPECT_TRUE(Reconnect(g[1], HoldingHello(g[1])).empty());
-  now_ += 10000;  // within the restart grace (15 s) + lease (1 s)
+  clock_.Advance(10000);  // within the restart grace (15 s) + lease (1 s)
   dispatcher_->OnHeartbeat(g[1].worker_id);
   dispatcher_->ExpireLeases();
   EXPECT_EQ(store_->GetRun(as.run_id())->state, RunState::kAssigned);
   EXPECT_TRUE(g[1].session->Take().empty());
 
-  now_ += 7000;
+  clock_.Advance(7000);
   dispatcher_->OnHeartbeat(g[1].worker_id);
   dispatcher_->ExpireLeases();
   ExpectLostAndCancelled(g[1], "node 0 of 2 (worker " + g[0].worker_id +

@@ -1,5 +1,6 @@
 // Attempts: numbering and fencing tokens, stale writers refused without effect, retries
 // against max_attempts, lost workers, and the sweep state following its runs.
+#include "common/clock.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
 #include "store_test_util.h"
@@ -8,7 +9,6 @@ namespace ablate {
 namespace {
 
 using testing::AddSweep;
-using testing::FakeClock;
 using testing::OpenOrDie;
 using testing::ResultOf;
 
@@ -16,7 +16,7 @@ class StoreAttemptsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     StoreOptions options;
-    options.clock = clock_.AsFunction();
+    options.clock = &clock_;
     store_ = OpenOrDie(":memory:", options);
     ASSERT_NE(store_, nullptr);
     sweep_id_ = AddSweep(*store_, "attempts", {}, /*seeds=*/1);  // 2 runs, max_attempts 2
@@ -26,7 +26,7 @@ class StoreAttemptsTest : public ::testing::Test {
   }
   SweepState SweepStateNow() { return store_->GetSweep(sweep_id_).value().state; }
 
-  FakeClock clock_;
+  ManualClock clock_{/*wall_ms=*/1'000'000};
   std::unique_ptr<Store> store_;
   int64_t sweep_id_ = 0;
   std::vector<ablate::Run> runs_;
@@ -53,7 +53,7 @@ TEST_F(StoreAttemptsTest, AttemptLifecycleDrivesRunAndSweep) {
   ASSERT_TRUE(store_->MarkAttemptRunning(a.id, a.fencing_token).ok());  // idempotent
   run = store_->GetRun(run_id).value();
   EXPECT_EQ(run.state, RunState::kRunning);
-  EXPECT_EQ(run.started_ms, clock_.Now());
+  EXPECT_EQ(run.started_ms, clock_.WallMs());
   EXPECT_EQ(SweepStateNow(), SweepState::kRunning);
 
   RunSummary summary;
@@ -70,7 +70,7 @@ TEST_F(StoreAttemptsTest, AttemptLifecycleDrivesRunAndSweep) {
   clock_.Advance(10);
   run = store_->FinishAttempt(a.id, a.fencing_token, result).value();
   EXPECT_EQ(run.state, RunState::kSucceeded);
-  EXPECT_EQ(run.finished_ms, clock_.Now());
+  EXPECT_EQ(run.finished_ms, clock_.WallMs());
   EXPECT_EQ(run.summary.final_val_loss, 3.27);
   EXPECT_EQ(run.summary.target_step, 1390);
   EXPECT_TRUE(run.summary.reached_target);
@@ -78,7 +78,7 @@ TEST_F(StoreAttemptsTest, AttemptLifecycleDrivesRunAndSweep) {
   Attempt stored = store_->GetAttempt(a.id).value();
   EXPECT_EQ(stored.state, AttemptState::kSucceeded);
   EXPECT_EQ(stored.stderr_tail, "done\n");
-  EXPECT_EQ(stored.finished_ms, clock_.Now());
+  EXPECT_EQ(stored.finished_ms, clock_.WallMs());
   EXPECT_EQ(SweepStateNow(), SweepState::kRunning);  // the other run is still queued
 
   Attempt b = store_->CreateAttempt(runs_[1].id, "w").value();
@@ -86,7 +86,7 @@ TEST_F(StoreAttemptsTest, AttemptLifecycleDrivesRunAndSweep) {
       store_->FinishAttempt(b.id, b.fencing_token, ResultOf(AttemptState::kSucceeded)).ok());
   Sweep sweep = store_->GetSweep(sweep_id_).value();
   EXPECT_EQ(sweep.state, SweepState::kSucceeded);
-  EXPECT_EQ(sweep.finished_ms, clock_.Now());
+  EXPECT_EQ(sweep.finished_ms, clock_.WallMs());
 }
 
 TEST_F(StoreAttemptsTest, StaleFencingTokenChangesNothing) {

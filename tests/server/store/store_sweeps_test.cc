@@ -1,6 +1,7 @@
 // Sweeps, variants and runs: round trip, list filters and paging, counts, cancel, events.
 #include <algorithm>
 
+#include "common/clock.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
 #include "store_test_util.h"
@@ -9,7 +10,6 @@ namespace ablate {
 namespace {
 
 using testing::AddSweep;
-using testing::FakeClock;
 using testing::MakeParts;
 using testing::MakeSweep;
 using testing::OpenOrDie;
@@ -18,7 +18,7 @@ class StoreSweepsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     StoreOptions options;
-    options.clock = clock_.AsFunction();
+    options.clock = &clock_;
     store_ = OpenOrDie(":memory:", options);
     ASSERT_NE(store_, nullptr);
   }
@@ -29,7 +29,7 @@ class StoreSweepsTest : public ::testing::Test {
     return store_->ListRuns(filter).value();
   }
 
-  FakeClock clock_;
+  ManualClock clock_{/*wall_ms=*/1'000'000};
   std::unique_ptr<Store> store_;
 };
 
@@ -53,7 +53,7 @@ TEST_F(StoreSweepsTest, CreateSweepRoundTrip) {
   EXPECT_EQ(out.max_concurrent, 4);
   EXPECT_EQ(out.max_attempts, 2);
   EXPECT_EQ(out.tags, (std::vector<std::string>{"r20", "softcap"}));
-  EXPECT_EQ(out.created_ms, clock_.Now());
+  EXPECT_EQ(out.created_ms, clock_.WallMs());
   EXPECT_EQ(out.finished_ms, 0);
 
   std::vector<Variant> variants = store_->ListVariants(*id).value();
@@ -173,7 +173,7 @@ TEST_F(StoreSweepsTest, CancelCancelsUnfinishedRunsAndReturnsActiveOnes) {
 
   Sweep sweep = store_->GetSweep(id).value();
   EXPECT_EQ(sweep.state, SweepState::kCancelled);
-  EXPECT_EQ(sweep.finished_ms, clock_.Now());
+  EXPECT_EQ(sweep.finished_ms, clock_.WallMs());
   std::map<RunState, int> counts = store_->CountRunsByState(id).value();
   EXPECT_EQ(counts[RunState::kCancelled], 3);
   EXPECT_EQ(counts[RunState::kSucceeded], 1);
@@ -216,7 +216,7 @@ TEST_F(StoreSweepsTest, EventsPageByCursorAndFilterByRun) {
   }
   std::vector<Event> all = store_->ListEvents(id, 0, 0, 0).value();
   ASSERT_EQ(all.size(), 6u);  // "submitted" + 5
-  EXPECT_EQ(all[1].time_ms, clock_.Now());
+  EXPECT_EQ(all[1].time_ms, clock_.WallMs());
   std::vector<Event> after = store_->ListEvents(id, 0, all[2].id, 2).value();
   ASSERT_EQ(after.size(), 2u);
   EXPECT_EQ(after[0].message, "line 2");

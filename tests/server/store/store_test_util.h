@@ -1,8 +1,8 @@
-// Helpers shared by the store tests: a fake clock and a small sweep (TempDir from tests/util).
+// Helpers shared by the store tests: a small sweep and its parts (TempDir from tests/util; the
+// clock is common/clock.h's ManualClock).
 #ifndef ABLATE_TESTS_SERVER_STORE_STORE_TEST_UTIL_H_
 #define ABLATE_TESTS_SERVER_STORE_STORE_TEST_UTIL_H_
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -15,19 +15,6 @@
 #include "tests/util/subprocess.h"  // TempDir
 
 namespace ablate::testing {
-
-// A clock the test moves by hand; starts at 1'000'000 ms.
-class FakeClock {
- public:
-  TimestampMs Now() const { return now_.load(); }
-  void Advance(TimestampMs ms) { now_ += ms; }
-  std::function<TimestampMs()> AsFunction() {
-    return [this] { return Now(); };
-  }
-
- private:
-  std::atomic<TimestampMs> now_{1'000'000};
-};
 
 inline Sweep MakeSweep(const std::string& name, std::vector<std::string> tags = {}) {
   Sweep s;

@@ -1,4 +1,5 @@
 // Workers: registration round trip, re-registration, connection flag and heartbeats.
+#include "common/clock.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
 #include "store_test_util.h"
@@ -19,14 +20,14 @@ Worker MakeWorker(const std::string& id) {
 }
 
 TEST(StoreWorkersTest, UpsertListAndHeartbeat) {
-  testing::FakeClock clock;
+  ManualClock clock{/*wall_ms=*/1'000'000};
   StoreOptions options;
-  options.clock = clock.AsFunction();
+  options.clock = &clock;
   auto store = testing::OpenOrDie(":memory:", options);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->UpsertWorker(MakeWorker("node-b")).ok());
   ASSERT_TRUE(store->UpsertWorker(MakeWorker("node-a")).ok());
-  const TimestampMs registered = clock.Now();
+  const TimestampMs registered = clock.WallMs();
 
   Worker a = store->GetWorker("node-a").value();
   EXPECT_EQ(a.host, "node-a.lab");
@@ -44,12 +45,12 @@ TEST(StoreWorkersTest, UpsertListAndHeartbeat) {
   changed.trainer_version = "0.2.0";
   ASSERT_TRUE(store->UpsertWorker(changed).ok());
   ASSERT_TRUE(store->SetWorkerConnected("node-a", false).ok());
-  ASSERT_TRUE(store->TouchWorker("node-a", clock.Now() + 5).ok());
+  ASSERT_TRUE(store->TouchWorker("node-a", clock.WallMs() + 5).ok());
   a = store->GetWorker("node-a").value();
   EXPECT_EQ(a.gpus.size(), 1u);
   EXPECT_EQ(a.trainer_version, "0.2.0");
   EXPECT_FALSE(a.connected);
-  EXPECT_EQ(a.last_heartbeat_ms, clock.Now() + 5);
+  EXPECT_EQ(a.last_heartbeat_ms, clock.WallMs() + 5);
   EXPECT_EQ(a.registered_ms, registered) << "kept from the first registration";
 
   std::vector<Worker> workers = store->ListWorkers().value();
