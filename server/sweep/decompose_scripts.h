@@ -1,0 +1,40 @@
+// The scripts of a decomposition (issue 29): FROM and TO read from the request's uploads, the
+// diff split into changes (script_changes.h), and one snapshot per variant, each checked: the
+// changes apply to FROM and all of them together rebuild TO byte for byte. The script expander
+// turns them into variants (script_expander.h); the CLI also compiles each before submitting.
+#ifndef ABLATE_SERVER_SWEEP_DECOMPOSE_SCRIPTS_H_
+#define ABLATE_SERVER_SWEEP_DECOMPOSE_SCRIPTS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/core/code_snapshot.h"
+#include "server/sweep/decompose_spec.h"
+#include "server/sweep/script_changes.h"
+#include "server/sweep/script_spec.h"
+#include "server/sweep/spec_errors.h"
+
+namespace ablate {
+
+struct DecomposedScripts {
+  std::string path;  // FROM's file name: every variant runs a file of this name
+  std::string from_text, to_text;
+  ChangeSplit split;
+  Snapshot from;
+  // One per DecomposeVariants entry, in its order: that variant's single file.
+  std::vector<DecomposeVariant> variants;
+  std::vector<Snapshot> snapshots;
+};
+
+// Reads FROM and TO from `uploads` (each must be one file, not a folder) and builds the
+// variants. Problems go to `errors` at the `decompose` key's positions: a file missing from the
+// uploads or unreadable, a folder, equal scripts, a bad or unused group, too many changes, a
+// change that does not apply. nullopt then.
+std::optional<DecomposedScripts> DecomposeScripts(const DecomposeSpec& spec,
+                                                  const ScriptUploads& uploads,
+                                                  SpecErrors* errors);
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_SWEEP_DECOMPOSE_SCRIPTS_H_
