@@ -6,6 +6,7 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/decompose_command.h"
 
 namespace {
 
@@ -140,6 +141,9 @@ int main(int argc, char** argv) {
       ->required();
   export_cmd->add_option("--out", out_path, "output file, - for stdout")->capture_default_str();
 
+  ablate::DecomposeOptions decompose_opts;
+  CLI::App* decompose = ablate::AddDecomposeCommand(&app, &decompose_opts, &opts.json);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -166,6 +170,7 @@ int main(int argc, char** argv) {
   }
   ablate::Client& c = *client;
   if (submit->parsed()) return ablate::SubmitCommand(c, spec, dry_run);
+  if (decompose->parsed()) return ablate::DecomposeCommand(c, decompose_opts);
   if (sweeps->parsed()) return ablate::SweepsCommand(c, state, tag, limit);
   if (sweep->parsed()) return ablate::SweepCommand(c, id);
   if (runs->parsed()) return ablate::RunsCommand(c, sweep_id, state);

@@ -1,5 +1,6 @@
 // Command implementations: one request, then a table or JSON.
 #include "cli/commands.h"
+#include "cli/decompose_command.h"
 
 #include <signal.h>
 
@@ -217,6 +218,8 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   req.set_dry_run(dry_run);
   AddScriptUploads(text, path == "-" ? "." : std::filesystem::path(path).parent_path().string(),
                    &req);
+  // A `decompose:` spec: every variant compiles before anything is stored (issue 29).
+  if (!CheckDecomposeRequest(req, "python3")) return kExitRejected;
   v1::SubmitSweepResponse resp;
   grpc::Status s = SubmitRequest(c, req, &resp);
   if (!s.ok()) return c.Fail(s, "spec " + path);
