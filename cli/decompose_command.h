@@ -35,6 +35,9 @@ int DecomposeCommand(Client& c, const DecomposeOptions& options);
 // what does not compile and what to merge) and returns false if any fails; true otherwise.
 bool CheckDecomposeRequest(const v1::SubmitSweepRequest& req, const std::string& python);
 
+// The decomposition table of `ablate compare` (decomposition_table.cc).
+void PrintDecomposition(const v1::Decomposition& d, std::ostream& out);
+
 }  // namespace ablate
 
 #endif  // ABLATE_CLI_DECOMPOSE_COMMAND_H_
