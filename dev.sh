@@ -14,14 +14,14 @@ BUILD=${ABLATE_BUILD_DIR:-$ROOT/build}
 JOBS=${ABLATE_JOBS:-$(nproc)}
 
 # What the demo needs: the compiler, the service libraries, OpenBLAS, and the fortunes it trains
-# on (libgtest-dev only because the build folder configures the tests too; it is small). The
-# dashboard's uPlot comes from npm (web_deps).
+# on (libgtest-dev and libgmock-dev only because the build folder configures the tests too; they
+# are small). The dashboard's uPlot comes from npm's registry with curl (web_uplot), not npm.
 DEMO_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
-  libopenblas-dev libboost-dev libgtest-dev libcurl4-openssl-dev libssl-dev
-  fortunes-min
+  libopenblas-dev libboost-dev libgtest-dev libgmock-dev libcurl4-openssl-dev libssl-dev
+  fortunes-min curl ca-certificates
 )
 # ... and what the tests add: PyTorch and SciPy (reference checks), clang (sanitizers, fuzzing),
 # Chromium (the dashboard's browser tests), Slurm (pools), the bundle's root filesystem tools.
@@ -71,6 +71,41 @@ web_deps() {
     (cd "$ROOT/web" && npm ci --no-audit --no-fund --loglevel=error)
     echo "$want" > "$stamp"
   fi
+}
+
+# The dashboard's chart library alone (all the demo and the bundle use of web/node_modules),
+# without npm: uPlot's tarball from npm's registry ($npm_config_registry, default
+# registry.npmjs.org), checked against package-lock.json's sha512. Debian's npm brings nodejs and
+# some 400 packages: 9 of the first 15 minutes of `./dev.sh demo` on a bare, loaded machine
+# (scripts/bare_timing.sh). Skipped while node_modules holds the locked version.
+web_uplot() {
+  local lock="$ROOT/web/package-lock.json" dest="$ROOT/web/node_modules/uplot"
+  local entry version integrity registry tgz want got
+  entry=$(sed -n '/"node_modules\/uplot": {/,/}/p' "$lock")
+  version=$(sed -n 's/.*"version": "\([^"]*\)".*/\1/p' <<<"$entry")
+  integrity=$(sed -n 's/.*"integrity": "sha512-\([^"]*\)".*/\1/p' <<<"$entry")
+  if [ -z "$version" ] || [ -z "$integrity" ]; then
+    echo "dev.sh: no uplot version and sha512 in $lock" >&2
+    exit 1
+  fi
+  if [ -f "$dest/dist/uPlot.esm.js" ] && grep -q "\"version\": \"$version\"" "$dest/package.json"; then
+    return 0
+  fi
+  registry=${npm_config_registry:-https://registry.npmjs.org/}
+  tgz=$(mktemp)
+  echo "dev.sh: fetching uplot $version" >&2
+  curl -fsSL --retry 3 "${registry%/}/uplot/-/uplot-$version.tgz" -o "$tgz"
+  want=$(printf '%s' "$integrity" | base64 -d | od -An -v -tx1 | tr -d ' \n')
+  got=$(sha512sum "$tgz" | cut -d' ' -f1)
+  if [ "$want" != "$got" ]; then
+    rm -f "$tgz"
+    echo "dev.sh: uplot-$version.tgz does not match the sha512 in $lock" >&2
+    exit 1
+  fi
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  tar -xzf "$tgz" -C "$dest" --strip-components=1
+  rm -f "$tgz"
 }
 
 # build [TARGET...]: everything, or only the named targets (and what they need).
@@ -125,11 +160,11 @@ demo() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  demo) install_deps "${DEMO_PACKAGES[@]}"; web_deps; build "${PROGRAMS[@]}"; demo "$@" ;;
+  demo) install_deps "${DEMO_PACKAGES[@]}"; web_uplot; build "${PROGRAMS[@]}"; demo "$@" ;;
   test) install_deps; web_deps; build; run_tests "$@" ;;
   build) install_deps; web_deps; build ;;
   deps) install_deps; web_deps ;;
   sanitize) install_deps; web_deps; sanitize "$@" ;;
-  dist) install_deps "${DEMO_PACKAGES[@]}" patchelf mmdebstrap; web_deps; dist "$@" ;;
+  dist) install_deps "${DEMO_PACKAGES[@]}" patchelf mmdebstrap; web_uplot; dist "$@" ;;
   *) echo "usage: ./dev.sh demo|test|build|deps|sanitize|dist [--test]" >&2; exit 2 ;;
 esac

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "cli/client.h"
 #include "cli/commands.h"
@@ -30,158 +32,197 @@ void AddId(CLI::App* sub, int64_t* id, const std::string& what) {
   sub->add_option("ID", *id, what + " id")->required()->check(CLI::PositiveNumber);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  ablate::ClientOptions opts;
-  CLI::App app{"ablate: run and compare training ablations on a cluster (NanoGPT speedrun).",
-               "ablate"};
-  app.footer(kFooter);
-  app.require_subcommand(1);
-  app.add_option("--server", opts.server, "coordinator HOST:PORT (or ABLATE_SERVER)");
-  app.add_option("--token-file", opts.token_file,
-                 "file holding the client token (or ABLATE_TOKEN_FILE; ABLATE_TOKEN is the "
-                 "token itself)");
-  app.add_option("--tls-ca", opts.tls_ca,
-                 "PEM CA certificate: use TLS and verify the coordinator (or ABLATE_TLS_CA)");
-  app.add_flag("--json", opts.json, "print JSON instead of tables");
-
+// Every option of every command; CLI11 writes into it while parsing.
+struct Args {
+  ablate::ClientOptions client;
   std::string spec, state, tag, preset, scale = "full";
   bool dry_run = false;
   int64_t id = 0, sweep_id = 0;
   int limit = 100;
-
-  CLI::App* submit = app.add_subcommand(
-      "submit", "validate a YAML sweep spec, expand it into runs and store it");
-  submit->add_option("SPEC", spec, "spec file (YAML), or - for stdin")->required();
-  submit->add_flag("--dry-run", dry_run, "validate and show the expansion; store nothing");
-  CLI::App* sweeps = app.add_subcommand("sweeps", "list sweeps, newest first");
-  sweeps->add_option("--state", state, "queued|running|succeeded|failed|cancelled");
-  sweeps->add_option("--tag", tag, "only sweeps with this tag");
-  sweeps->add_option("--limit", limit, "at most this many")->capture_default_str();
-  CLI::App* sweep = app.add_subcommand("sweep", "show one sweep: settings, counts, variants");
-  AddId(sweep, &id, "sweep");
-  CLI::App* runs = app.add_subcommand("runs", "list runs with their summaries");
-  runs->add_option("--sweep", sweep_id, "only runs of this sweep");
-  runs->add_option("--state", state, "queued|assigned|running|succeeded|failed|cancelled");
-  CLI::App* run = app.add_subcommand("run", "show one run: summary, attempts, config");
-  AddId(run, &id, "run");
-  CLI::App* watch = app.add_subcommand(
-      "watch", "follow a sweep live until it finishes (Ctrl-C stops watching, not the sweep)");
-  AddId(watch, &id, "sweep");
-  CLI::App* cancel = app.add_subcommand(
-      "cancel", "cancel a sweep's unfinished runs (trainers get SIGTERM, then SIGKILL)");
-  AddId(cancel, &id, "sweep");
-  CLI::App* workers = app.add_subcommand("workers", "list worker nodes, GPUs and heartbeats");
-  CLI::App* pools = app.add_subcommand(
-      "pools", "Slurm pools and their pilot allocations: running or pending (Slurm's reason), "
-               "nodes, time left, idle");
-  CLI::App* presets = app.add_subcommand(
-      "presets", "list the record presets, or print one preset's full config (no server needed)");
-  presets->add_option("NAME", preset, "preset to print");
-  presets->add_option("--scale", scale, "full|small|tiny")->capture_default_str();
-  ablate::UpOptions up_opts;
-  CLI::App* up = app.add_subcommand(
-      "up", "run a coordinator and a local worker on this machine until Ctrl-C");
-  up->add_option("--data-dir", up_opts.data_dir,
-                 "database, worker folders and datasets/ (default ~/.local/share/ablate)");
-  up->add_option("--listen", up_opts.listen, "coordinator HOST:PORT (port 0 picks one)")
-      ->capture_default_str();
-  up->add_option("--cpu-slots", up_opts.cpu_slots,
-                 "concurrent CPU runs on the local worker (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
-  up->add_flag("--demo", up_opts.demo,
-               "also encode the demo dataset (once), submit the example sweep of the five seed "
-               "ablations at tiny scale, wait for it, print the results and stop");
-  up->add_option("--gpus", up_opts.gpus, "GPUs the local worker uses: all, none or 0,1,...")
-      ->capture_default_str();
-  up->add_option("--lease-ms", up_opts.lease_ms, "worker lease")->capture_default_str();
-  up->add_flag("--allow-scripts", up_opts.allow_scripts,
-               "the local worker runs script sweeps (your own train_gpt.py); on by default when "
-               "the --python interpreter is found, and an error when it is not");
-  CLI::Option* up_python = up->add_option(
-      "--python", up_opts.python,
-      "interpreter for script runs (launch: python, torchrun, {python}): a name on $PATH or a "
-      "path")->capture_default_str();
-  CLI::Option* up_http = up->add_option(
-      "--http", up_opts.http,
-      "dashboard HOST:PORT (port 0 picks one; 'off' for none); when not given and 8080 is "
-      "taken, a free port is used")->capture_default_str();
-  CLI::App* knobs = app.add_subcommand(
-      "knobs", "list every trainer knob: type, default, range, meaning (no server needed)");
+  ablate::UpOptions up;
+  CLI::Option* up_python = nullptr;
+  CLI::Option* up_http = nullptr;
   std::string metric = "both", format, out_path = "-";
   bool csv = false;
+  std::string plan_target, effect, sd;
+  ablate::DecomposeOptions decompose;
+};
+
+void AddGlobalOptions(CLI::App& app, Args& a) {
+  app.add_option("--server", a.client.server, "coordinator HOST:PORT (or ABLATE_SERVER)");
+  app.add_option("--token-file", a.client.token_file,
+                 "file holding the client token (or ABLATE_TOKEN_FILE; ABLATE_TOKEN is the "
+                 "token itself)");
+  app.add_option("--tls-ca", a.client.tls_ca,
+                 "PEM CA certificate: use TLS and verify the coordinator (or ABLATE_TLS_CA)");
+  app.add_flag("--json", a.client.json, "print JSON instead of tables");
+}
+
+// submit, sweeps, sweep, runs, run, watch, cancel.
+void AddSweepCommands(CLI::App& app, Args& a) {
+  CLI::App* submit = app.add_subcommand(
+      "submit", "validate a YAML sweep spec, expand it into runs and store it");
+  submit->add_option("SPEC", a.spec, "spec file (YAML), or - for stdin")->required();
+  submit->add_flag("--dry-run", a.dry_run, "validate and show the expansion; store nothing");
+  ablate::AddDecomposeCommand(&app, &a.decompose, &a.client.json);
+  CLI::App* sweeps = app.add_subcommand("sweeps", "list sweeps, newest first");
+  sweeps->add_option("--state", a.state, "queued|running|succeeded|failed|cancelled");
+  sweeps->add_option("--tag", a.tag, "only sweeps with this tag");
+  sweeps->add_option("--limit", a.limit, "at most this many")->capture_default_str();
+  CLI::App* sweep = app.add_subcommand("sweep", "show one sweep: settings, counts, variants");
+  AddId(sweep, &a.id, "sweep");
+  CLI::App* runs = app.add_subcommand("runs", "list runs with their summaries");
+  runs->add_option("--sweep", a.sweep_id, "only runs of this sweep");
+  runs->add_option("--state", a.state, "queued|assigned|running|succeeded|failed|cancelled");
+  CLI::App* run = app.add_subcommand("run", "show one run: summary, attempts, config");
+  AddId(run, &a.id, "run");
+  CLI::App* watch = app.add_subcommand(
+      "watch", "follow a sweep live until it finishes (Ctrl-C stops watching, not the sweep)");
+  AddId(watch, &a.id, "sweep");
+  CLI::App* cancel = app.add_subcommand(
+      "cancel", "cancel a sweep's unfinished runs (trainers get SIGTERM, then SIGKILL)");
+  AddId(cancel, &a.id, "sweep");
+}
+
+// workers, pools.
+void AddClusterCommands(CLI::App& app) {
+  app.add_subcommand("workers", "list worker nodes, GPUs and heartbeats");
+  app.add_subcommand(
+      "pools", "Slurm pools and their pilot allocations: running or pending (Slurm's reason), "
+               "nodes, time left, idle");
+}
+
+void AddUpCommand(CLI::App& app, Args& a) {
+  ablate::UpOptions& o = a.up;
+  CLI::App* up = app.add_subcommand(
+      "up", "run a coordinator and a local worker on this machine until Ctrl-C");
+  up->add_option("--data-dir", o.data_dir,
+                 "database, worker folders and datasets/ (default ~/.local/share/ablate)");
+  up->add_option("--listen", o.listen, "coordinator HOST:PORT (port 0 picks one)")
+      ->capture_default_str();
+  up->add_option("--cpu-slots", o.cpu_slots,
+                 "concurrent CPU runs on the local worker (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  up->add_flag("--demo", o.demo,
+               "also encode the demo dataset (once), submit the example sweep of the five seed "
+               "ablations at tiny scale, wait for it, print the results and stop");
+  up->add_option("--gpus", o.gpus, "GPUs the local worker uses: all, none or 0,1,...")
+      ->capture_default_str();
+  up->add_option("--lease-ms", o.lease_ms, "worker lease")->capture_default_str();
+  up->add_flag("--allow-scripts", o.allow_scripts,
+               "the local worker runs script sweeps (your own train_gpt.py); on by default when "
+               "the --python interpreter is found, and an error when it is not");
+  a.up_python = up->add_option(
+      "--python", o.python,
+      "interpreter for script runs (launch: python, torchrun, {python}): a name on $PATH or a "
+      "path")->capture_default_str();
+  a.up_http = up->add_option(
+      "--http", o.http,
+      "dashboard HOST:PORT (port 0 picks one; 'off' for none); when not given and 8080 is "
+      "taken, a free port is used")->capture_default_str();
+}
+
+// presets, up, knobs: the commands that need no server.
+void AddLocalCommands(CLI::App& app, Args& a) {
+  CLI::App* presets = app.add_subcommand(
+      "presets", "list the record presets, or print one preset's full config (no server needed)");
+  presets->add_option("NAME", a.preset, "preset to print");
+  presets->add_option("--scale", a.scale, "full|small|tiny")->capture_default_str();
+  AddUpCommand(app, a);
+  app.add_subcommand(
+      "knobs", "list every trainer knob: type, default, range, meaning (no server needed)");
+}
+
+// compare, records, plan, export.
+void AddAnalysisCommands(CLI::App& app, Args& a) {
   CLI::App* compare = app.add_subcommand(
       "compare", "per-variant statistics vs the baseline: means, 95% CIs, Holm-corrected p");
-  AddId(compare, &id, "sweep");
-  compare->add_option("--metric", metric, "time|loss|both")->capture_default_str();
-  compare->add_flag("--csv", csv, "print CSV (every statistic, for notebooks)");
-  compare->add_flag("--json", opts.json, "print JSON");
+  AddId(compare, &a.id, "sweep");
+  compare->add_option("--metric", a.metric, "time|loss|both")->capture_default_str();
+  compare->add_flag("--csv", a.csv, "print CSV (every statistic, for notebooks)");
+  compare->add_flag("--json", a.client.json, "print JSON");
   CLI::App* records = app.add_subcommand(
       "records", "the speedrun's published records beside this cluster's runs of the presets");
-  records->add_flag("--csv", csv, "print CSV");
-  records->add_flag("--json", opts.json, "print JSON");
-  std::string plan_target, effect, sd;
+  records->add_flag("--csv", a.csv, "print CSV");
+  records->add_flag("--json", a.client.json, "print JSON");
   CLI::App* plan = app.add_subcommand(
       "plan", "seeds per variant needed to detect a change in time to target (80% power), and "
               "the GPU-hours");
-  plan->add_option("SWEEP_OR_SPEC", plan_target,
+  plan->add_option("SWEEP_OR_SPEC", a.plan_target,
                    "a sweep id, or a spec file (its baseline's finished runs give the spread)")
       ->required();
-  plan->add_option("--effect", effect, "the change to detect, e.g. 1% or 0.01")->required();
-  plan->add_option("--sd", sd,
+  plan->add_option("--effect", a.effect, "the change to detect, e.g. 1% or 0.01")->required();
+  plan->add_option("--sd", a.sd,
                    "run-to-run spread of time to target, e.g. 0.5% (default: from finished runs "
                    "of the same baseline)");
-  plan->add_flag("--json", opts.json, "print JSON");
+  plan->add_flag("--json", a.client.json, "print JSON");
   CLI::App* export_cmd = app.add_subcommand(
       "export", "every run of a sweep with its summary and full curves (csv or jsonl)");
-  AddId(export_cmd, &id, "sweep");
-  export_cmd->add_option("--format", format, "csv (one line per metric point) or jsonl (one "
-                                             "object per run, with config and attempts)")
+  AddId(export_cmd, &a.id, "sweep");
+  export_cmd->add_option("--format", a.format, "csv (one line per metric point) or jsonl (one "
+                                               "object per run, with config and attempts)")
       ->required();
-  export_cmd->add_option("--out", out_path, "output file, - for stdout")->capture_default_str();
+  export_cmd->add_option("--out", a.out_path, "output file, - for stdout")->capture_default_str();
+}
 
-  ablate::DecomposeOptions decompose_opts;
-  CLI::App* decompose = ablate::AddDecomposeCommand(&app, &decompose_opts, &opts.json);
+// The commands that need no server; nullopt for the others.
+std::optional<int> RunLocal(const std::string& name, Args& a) {
+  if (name == "presets") return ablate::PresetsCommand(a.client.json, a.preset, a.scale);
+  if (name == "knobs") return ablate::KnobsCommand(a.client.json);
+  if (name != "up") return std::nullopt;
+  a.up.http_given = a.up_http->count() > 0;
+  a.up.python_given = a.up_python->count() > 0;
+  if (a.up.data_dir.empty()) {
+    const char* home = std::getenv("HOME");
+    a.up.data_dir = std::string(home ? home : ".") + "/.local/share/ablate";
+  }
+  return ablate::UpCommand(a.up);
+}
 
+int RunWithServer(const std::string& name, ablate::Client& c, const Args& a) {
+  if (name == "submit") return ablate::SubmitCommand(c, a.spec, a.dry_run);
+  if (name == "decompose") return ablate::DecomposeCommand(c, a.decompose);
+  if (name == "sweeps") return ablate::SweepsCommand(c, a.state, a.tag, a.limit);
+  if (name == "sweep") return ablate::SweepCommand(c, a.id);
+  if (name == "runs") return ablate::RunsCommand(c, a.sweep_id, a.state);
+  if (name == "run") return ablate::RunCommand(c, a.id);
+  if (name == "watch") return ablate::WatchCommand(c, a.id);
+  if (name == "cancel") return ablate::CancelCommand(c, a.id);
+  if (name == "workers") return ablate::WorkersCommand(c);
+  if (name == "pools") return ablate::PoolsCommand(c);
+  if (name == "compare") return ablate::CompareCommand(c, a.id, a.metric, a.csv);
+  if (name == "records") return ablate::RecordsCommand(c, a.csv);
+  if (name == "plan") return ablate::PlanCommand(c, a.plan_target, a.effect, a.sd);
+  if (name == "export") return ablate::ExportCommand(c, a.id, a.format, a.out_path);
+  return ablate::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"ablate: run and compare training ablations on a cluster (NanoGPT speedrun).",
+               "ablate"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  AddGlobalOptions(app, a);
+  AddSweepCommands(app, a);
+  AddClusterCommands(app);
+  AddLocalCommands(app, a);
+  AddAnalysisCommands(app, a);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? ablate::kExitOk : ablate::kExitUsage;
   }
-  if (presets->parsed()) return ablate::PresetsCommand(opts.json, preset, scale);
-  if (knobs->parsed()) return ablate::KnobsCommand(opts.json);
-  if (up->parsed()) {
-    up_opts.http_given = up_http->count() > 0;
-    up_opts.python_given = up_python->count() > 0;
-    if (up_opts.data_dir.empty()) {
-      const char* home = std::getenv("HOME");
-      up_opts.data_dir = std::string(home ? home : ".") + "/.local/share/ablate";
-    }
-    return ablate::UpCommand(up_opts);
-  }
-
+  const std::string name = app.get_subcommands().front()->get_name();
+  if (std::optional<int> code = RunLocal(name, a)) return *code;
   std::string error;
-  std::unique_ptr<ablate::Client> client = ablate::Client::Create(opts, &error);
+  std::unique_ptr<ablate::Client> client = ablate::Client::Create(a.client, &error);
   if (!client) {
     std::cerr << "ablate: " << error << "\n";
     return ablate::kExitUsage;
   }
-  ablate::Client& c = *client;
-  if (submit->parsed()) return ablate::SubmitCommand(c, spec, dry_run);
-  if (decompose->parsed()) return ablate::DecomposeCommand(c, decompose_opts);
-  if (sweeps->parsed()) return ablate::SweepsCommand(c, state, tag, limit);
-  if (sweep->parsed()) return ablate::SweepCommand(c, id);
-  if (runs->parsed()) return ablate::RunsCommand(c, sweep_id, state);
-  if (run->parsed()) return ablate::RunCommand(c, id);
-  if (watch->parsed()) return ablate::WatchCommand(c, id);
-  if (cancel->parsed()) return ablate::CancelCommand(c, id);
-  if (workers->parsed()) return ablate::WorkersCommand(c);
-  if (pools->parsed()) return ablate::PoolsCommand(c);
-  if (compare->parsed()) return ablate::CompareCommand(c, id, metric, csv);
-  if (records->parsed()) return ablate::RecordsCommand(c, csv);
-  if (plan->parsed()) return ablate::PlanCommand(c, plan_target, effect, sd);
-  if (export_cmd->parsed()) return ablate::ExportCommand(c, id, format, out_path);
-  return ablate::kExitUsage;
+  return RunWithServer(name, *client, a);
 }

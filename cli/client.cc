@@ -9,7 +9,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "server/core/token_file.h"
+#include "common/token_file.h"
 
 namespace ablate {
 namespace {
@@ -121,6 +121,15 @@ int Client::Fail(const grpc::Status& s, const std::string& what) const {
       std::cerr << "ablate: " << what << " failed: " << msg << "\n";
       return kExitFailure;
   }
+}
+
+std::optional<int> Client::Answer(const grpc::Status& status,
+                                  const google::protobuf::Message& response,
+                                  const std::string& what) const {
+  if (!status.ok()) return Fail(status, what);
+  if (!json_) return std::nullopt;
+  std::cout << ToJson(response) << "\n";
+  return kExitOk;
 }
 
 std::string ToJson(const google::protobuf::Message& m) {

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ablate/v1/client.grpc.pb.h"
@@ -46,6 +47,24 @@ class Client {
 
   // Prints a failed call's status to stderr and returns the matching exit code.
   int Fail(const grpc::Status& status, const std::string& what) const;
+
+  // The end of a unary call, as every command handles it: a failed call prints its status (Fail)
+  // and gives its exit code; with --json the response is printed as one line of JSON and kExitOk
+  // comes back; otherwise nullopt, and the command goes on to print its table. `what` names the
+  // subject in an error ("listing sweeps", "sweep 3").
+  std::optional<int> Answer(const grpc::Status& status, const google::protobuf::Message& response,
+                            const std::string& what) const;
+
+  // Makes the unary call `method` with a fresh Context() and ends it as Answer does:
+  //   if (std::optional<int> done = c.Call(&Stub::ListSweeps, req, &resp, "listing sweeps"))
+  //     return *done;
+  using Stub = v1::AblateService::Stub;
+  template <class Request, class Response>
+  std::optional<int> Call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                                       Response*),
+                          const Request& request, Response* response, const std::string& what) {
+    return Answer((stub_.get()->*method)(Context().get(), request, response), *response, what);
+  }
 
  private:
   std::string server_;

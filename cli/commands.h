@@ -1,5 +1,6 @@
-// The `ablate` commands. Each prints a table for people (or JSON with --json) and returns an
-// exit code from client.h.
+// The `ablate` commands, one file each (cli/<name>_command.cc). Each makes its call through
+// Client::Call (client.h), prints a table for people (or JSON with --json) and returns an exit code
+// from client.h. Text several of them print is command_text.h.
 #ifndef ABLATE_CLI_COMMANDS_H_
 #define ABLATE_CLI_COMMANDS_H_
 
@@ -9,10 +10,6 @@
 #include "cli/client.h"
 
 namespace ablate {
-
-// "running", "succeeded", ...: the enum's name without its prefix, lower case.
-std::string StateName(v1::SweepState s);
-std::string StateName(v1::RunState s);
 
 int SubmitCommand(Client& c, const std::string& spec_path, bool dry_run);
 int SweepsCommand(Client& c, const std::string& state, const std::string& tag, int limit);

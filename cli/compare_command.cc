@@ -275,11 +275,11 @@ int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool 
   v1::CompareSweepRequest req;
   req.set_id(sweep_id);
   v1::CompareSweepResponse resp;
-  grpc::Status s = c.stub().CompareSweep(c.Context().get(), req, &resp);
-  if (!s.ok()) return c.Fail(s, "comparing sweep " + std::to_string(sweep_id));
-  if (c.json()) {
-    std::cout << ToJson(resp) << "\n";
-  } else if (csv) {
+  if (std::optional<int> done = c.Call(&Client::Stub::CompareSweep, req, &resp,
+                                      "comparing sweep " + std::to_string(sweep_id))) {
+    return *done;
+  }
+  if (csv) {
     PrintCsv(resp, columns);
   } else {
     PrintTable(resp, columns);

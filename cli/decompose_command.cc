@@ -18,11 +18,11 @@
 #include <sstream>
 
 #include "cli/table.h"
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 #include "server/stats/plan_power.h"
 #include "server/sweep/decompose_scripts.h"
 #include "server/sweep/sweep_spec.h"
-#include "server/sweep/yaml_values.h"
+#include "common/spec/yaml_values.h"
 
 extern char** environ;
 

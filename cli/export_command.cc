@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_text.h"
 #include "cli/commands.h"
 #include "cli/csv.h"
 

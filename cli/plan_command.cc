@@ -100,13 +100,11 @@ int PlanCommand(Client& c, const std::string& sweep_or_spec, const std::string& 
     req.set_file_name(sweep_or_spec);
   }
   v1::PlanSweepResponse resp;
-  grpc::Status s = c.stub().PlanSweep(c.Context().get(), req, &resp);
-  if (!s.ok()) return c.Fail(s, "planning " + sweep_or_spec);
-  if (c.json()) {
-    std::cout << ToJson(resp) << "\n";
-  } else {
-    PrintPlan(resp);
+  if (std::optional<int> done =
+          c.Call(&Client::Stub::PlanSweep, req, &resp, "planning " + sweep_or_spec)) {
+    return *done;
   }
+  PrintPlan(resp);
   return kExitOk;
 }
 

@@ -42,11 +42,8 @@ void PrintPool(const v1::Pool& p) {
 int PoolsCommand(Client& c) {
   v1::ListPoolsRequest req;
   v1::ListPoolsResponse resp;
-  grpc::Status s = c.stub().ListPools(c.Context().get(), req, &resp);
-  if (!s.ok()) return c.Fail(s, "listing pools");
-  if (c.json()) {
-    std::cout << ToJson(resp) << "\n";
-    return kExitOk;
+  if (std::optional<int> done = c.Call(&Client::Stub::ListPools, req, &resp, "listing pools")) {
+    return *done;
   }
   if (resp.pools().empty()) {
     std::cout << "this coordinator has no pools (start it with --pools FILE)\n";

@@ -148,11 +148,11 @@ int RecordsCommand(Client& c, bool csv) {
     return kExitUsage;
   }
   v1::ListRecordsResponse resp;
-  grpc::Status s = c.stub().ListRecords(c.Context().get(), v1::ListRecordsRequest(), &resp);
-  if (!s.ok()) return c.Fail(s, "listing records");
-  if (c.json()) {
-    std::cout << ToJson(resp) << "\n";
-  } else if (csv) {
+  if (std::optional<int> done = c.Call(&Client::Stub::ListRecords, v1::ListRecordsRequest(), &resp,
+                                      "listing records")) {
+    return *done;
+  }
+  if (csv) {
     PrintCsv(resp);
   } else {
     PrintRecords(resp);

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 
 namespace ablate {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "server/core/printable_text.h"
+#include "common/printable_text.h"
 
 namespace ablate {
 namespace {

@@ -11,7 +11,7 @@ namespace ablate {
 class Table {
  public:
   explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
-  // Cells are made TerminalSafe (server/core/printable_text.h): stored text never reaches the
+  // Cells are made TerminalSafe (common/printable_text.h): stored text never reaches the
   // terminal with control characters in it.
   void AddRow(std::vector<std::string> row);
   bool empty() const { return rows_.empty(); }

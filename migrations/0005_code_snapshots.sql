@@ -1,5 +1,5 @@
 -- Code snapshots of script runs (issue 14): the exact files a script run ran, stored once per
--- content hash (lowercase hex SHA-256, server/core/code_snapshot.h). Variants name the hash in
+-- content hash (lowercase hex SHA-256, common/code_snapshot.h). Variants name the hash in
 -- their config (config_json: $.script.snapshot); workers fetch a snapshot by hash.
 CREATE TABLE code_snapshots (
   hash       TEXT PRIMARY KEY,

@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "common/message_limits.h"
+#include "common/token_file.h"
 #include "server/core/change_feed.h"
-#include "server/core/message_limits.h"
-#include "server/core/token_file.h"
 #include "server/http/dashboard_server.h"
 #include "server/http/web_root.h"
 #include "server/pools/pools_setup.h"
@@ -153,83 +153,90 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> StartDashboard(const Flags& f, 
   return server;
 }
 
-int Serve(const Flags& f) {
-  sigset_t signals = BlockShutdownSignals();
+// Prints "ablate-coordinator: <message>" and returns `exit_code`.
+int Fail(const absl::Status& s, int exit_code) {
+  std::cerr << "ablate-coordinator: " << s.message() << "\n";
+  return exit_code;
+}
+
+// What the flags name on disk before anything starts: tokens, TLS credentials, pools.
+struct Inputs {
+  std::string client_token;
+  std::string worker_token;
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  std::vector<PoolConfig> pools;
+};
+
+absl::StatusOr<Inputs> ReadInputs(const Flags& f) {
   absl::StatusOr<std::string> client_token = ReadTokenFile(f.client_token_file);
   absl::StatusOr<std::string> worker_token = ReadTokenFile(f.worker_token_file);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(f);
   for (const absl::Status& s : {client_token.status(), worker_token.status(), creds.status()}) {
-    if (!s.ok()) {
-      std::cerr << "ablate-coordinator: " << s.message() << "\n";
-      return 2;
-    }
+    if (!s.ok()) return s;
   }
   absl::StatusOr<std::vector<PoolConfig>> pools = ReadPoolsFile(f.pools_file);
-  if (!pools.ok()) {
-    std::cerr << "ablate-coordinator: " << pools.status().message() << "\n";
-    return 2;
-  }
-  std::string dir = f.data_dir.empty() ? DefaultDataDir() : f.data_dir;
+  if (!pools.ok()) return pools.status();
+  return Inputs{*client_token, *worker_token, *creds, *std::move(pools)};
+}
+
+// The data dir, locked for this process, and its store.
+struct DataDir {
+  std::string path;
+  std::unique_ptr<DataDirLock> lock;  // held until Serve returns (or the process dies)
+  std::unique_ptr<Store> store;
+};
+
+absl::StatusOr<DataDir> OpenDataDir(const Flags& f) {
+  DataDir d;
+  d.path = f.data_dir.empty() ? DefaultDataDir() : f.data_dir;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(d.path, ec);
   if (ec) {
-    std::cerr << "ablate-coordinator: cannot create data dir " << dir << ": " << ec.message()
-              << "\n";
-    return 1;
+    return absl::FailedPreconditionError("cannot create data dir " + d.path + ": " +
+                                         ec.message());
   }
-  // Held until Serve returns (or the kernel drops it when the process dies).
-  absl::StatusOr<std::unique_ptr<DataDirLock>> lock = DataDirLock::Acquire(dir);
-  if (!lock.ok()) {
-    std::cerr << "ablate-coordinator: " << lock.status().message() << "\n";
-    return 1;
-  }
+  absl::StatusOr<std::unique_ptr<DataDirLock>> lock = DataDirLock::Acquire(d.path);
+  if (!lock.ok()) return lock.status();
+  d.lock = *std::move(lock);
   // Before anything opens it for writing: a damaged file is refused, never migrated or written.
-  if (absl::Status s = CheckDatabaseFile(dir + "/ablate.db"); !s.ok()) {
-    std::cerr << "ablate-coordinator: " << s.message() << "\n";
-    return 1;
-  }
+  if (absl::Status s = CheckDatabaseFile(d.path + "/ablate.db"); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Store>> store =
-      Store::Open(dir + "/ablate.db", CoordinatorStoreOptions());
-  if (!store.ok()) {
-    std::cerr << "ablate-coordinator: " << store.status().message() << "\n";
-    return 1;
-  }
-  ChangeFeed feed;
-  TokenAuth auth(*client_token, *worker_token);
-  DispatcherOptions dispatch_options;
-  dispatch_options.lease_ms = f.lease_ms;
-  dispatch_options.heartbeat_interval_ms = f.heartbeat_ms;
-  dispatch_options.cancel_grace_ms = f.cancel_grace_ms;
-  Dispatcher dispatcher(store->get(), &feed, dispatch_options);
-  if (absl::Status s = dispatcher.Start(); !s.ok()) {
-    std::cerr << "ablate-coordinator: " << s.message() << "\n";
-    return 1;
-  }
+      Store::Open(d.path + "/ablate.db", CoordinatorStoreOptions());
+  if (!store.ok()) return store.status();
+  d.store = *std::move(store);
+  return d;
+}
+
+DispatcherOptions DispatchOptions(const Flags& f) {
+  DispatcherOptions o;
+  o.lease_ms = f.lease_ms;
+  o.heartbeat_interval_ms = f.heartbeat_ms;
+  o.cancel_grace_ms = f.cancel_grace_ms;
+  return o;
+}
+
+// The client service's and the dashboard's view of the scheduler.
+ServiceHooks DispatcherHooks(Dispatcher& dispatcher) {
   ServiceHooks hooks;
   hooks.on_cancel = [&](const std::vector<int64_t>& runs) { dispatcher.CancelRuns(runs); };
   hooks.runs_by_worker = [&] { return dispatcher.RunsByWorker(); };
   hooks.worker_allocations = [&] { return dispatcher.WorkerAllocations(); };
   hooks.waiting_reasons = [&] { return dispatcher.WaitingReasons(); };
   hooks.on_submit = [&] { dispatcher.Kick(); };
-  std::unique_ptr<PoolManager> pool_manager;  // started once the port is known
-  AddPoolHooks(&pool_manager, !pools->empty(), &hooks);
-  AblateServiceImpl client_service(store->get(), &feed, &auth, hooks);
-  WorkerServiceImpl worker_service(&dispatcher, &auth, store->get());
-  absl::StatusOr<std::unique_ptr<DashboardServer>> dashboard =
-      StartDashboard(f, store->get(), &feed, hooks, *client_token);
-  if (!dashboard.ok()) {
-    std::cerr << "ablate-coordinator: " << dashboard.status().message() << "\n";
-    dispatcher.Stop();
-    return 1;
-  }
+  return hooks;
+}
 
+// The gRPC server with both services, health and reflection, listening on --listen; null when it
+// cannot listen. `*port` is the bound port.
+std::unique_ptr<grpc::Server> StartGrpc(const Flags& f, const Inputs& in,
+                                        AblateServiceImpl* client_service,
+                                        WorkerServiceImpl* worker_service, int* port) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(f.listen, *creds, &port);
-  builder.RegisterService(&client_service);
-  builder.RegisterService(&worker_service);
+  builder.AddListeningPort(f.listen, in.creds, port);
+  builder.RegisterService(client_service);
+  builder.RegisterService(worker_service);
   // Applied by gRPC before any handler checks a token: small for every method (issue 24). Big
   // submits (scripts' files) come in chunks through UploadSweep, after its token check.
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
@@ -239,25 +246,60 @@ int Serve(const Flags& f) {
   builder.SetResourceQuota(grpc::ResourceQuota("ablate-coordinator")
                                .Resize(static_cast<size_t>(f.grpc_buffer_mib) << 20));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || port == 0) {
-    std::cerr << "ablate-coordinator: cannot listen on " << f.listen << "\n";
-    return 1;
+  if (!server || *port == 0) return nullptr;
+  return server;
+}
+
+// The Slurm pools' manager, started, once the port that pilots dial is known.
+std::unique_ptr<PoolManager> StartPools(const Flags& f, const std::vector<PoolConfig>& pools,
+                                        const std::string& dir, int port, CommandRunner* runner,
+                                        Store* store, Dispatcher* dispatcher) {
+  PoolManagerOptions o;
+  o.coordinator_id = f.coordinator_id.empty() ? DefaultCoordinatorId(dir) : f.coordinator_id;
+  o.coordinator_address = PilotCoordinatorAddress(f.advertise, f.listen, port);
+  o.poll_ms = f.pools_poll_ms;
+  auto manager = std::make_unique<PoolManager>(pools, runner, store, dispatcher, o);
+  manager->Start();
+  std::cout << "ablate-coordinator pools: " << pools.size() << " (pilot jobs '"
+            << PilotJobName(o.coordinator_id) << "', workers dial " << o.coordinator_address
+            << ")" << std::endl;
+  return manager;
+}
+
+int Serve(const Flags& f) {
+  sigset_t signals = BlockShutdownSignals();
+  absl::StatusOr<Inputs> in = ReadInputs(f);
+  if (!in.ok()) return Fail(in.status(), 2);
+  absl::StatusOr<DataDir> dir = OpenDataDir(f);
+  if (!dir.ok()) return Fail(dir.status(), 1);
+  Store* store = dir->store.get();
+  ChangeFeed feed;
+  TokenAuth auth(in->client_token, in->worker_token);
+  Dispatcher dispatcher(store, &feed, DispatchOptions(f));
+  if (absl::Status s = dispatcher.Start(); !s.ok()) return Fail(s, 1);
+  ServiceHooks hooks = DispatcherHooks(dispatcher);
+  std::unique_ptr<PoolManager> pool_manager;  // started once the port is known
+  AddPoolHooks(&pool_manager, !in->pools.empty(), &hooks);
+  AblateServiceImpl client_service(store, &feed, &auth, hooks);
+  WorkerServiceImpl worker_service(&dispatcher, &auth, store);
+  absl::StatusOr<std::unique_ptr<DashboardServer>> dashboard =
+      StartDashboard(f, store, &feed, hooks, in->client_token);
+  if (!dashboard.ok()) {
+    const int code = Fail(dashboard.status(), 1);
+    dispatcher.Stop();
+    return code;
   }
+  int port = 0;
+  std::unique_ptr<grpc::Server> server =
+      StartGrpc(f, *in, &client_service, &worker_service, &port);
+  if (!server) return Fail(absl::UnavailableError("cannot listen on " + f.listen), 1);
   std::string host = f.listen.substr(0, f.listen.rfind(':'));
-  std::cout << "ablate-coordinator listening on " << host << ":" << port << " (data " << dir
-            << "/ablate.db, schema v" << (*store)->SchemaVersion() << ")" << std::endl;
+  std::cout << "ablate-coordinator listening on " << host << ":" << port << " (data "
+            << dir->path << "/ablate.db, schema v" << store->SchemaVersion() << ")" << std::endl;
   ProcessRunner slurm_commands;
-  if (!pools->empty()) {
-    PoolManagerOptions o;
-    o.coordinator_id = f.coordinator_id.empty() ? DefaultCoordinatorId(dir) : f.coordinator_id;
-    o.coordinator_address = PilotCoordinatorAddress(f.advertise, f.listen, port);
-    o.poll_ms = f.pools_poll_ms;
-    pool_manager = std::make_unique<PoolManager>(*pools, &slurm_commands, store->get(),
-                                                 &dispatcher, o);
-    pool_manager->Start();
-    std::cout << "ablate-coordinator pools: " << pools->size() << " (pilot jobs '"
-              << PilotJobName(o.coordinator_id) << "', workers dial " << o.coordinator_address
-              << ")" << std::endl;
+  if (!in->pools.empty()) {
+    pool_manager =
+        StartPools(f, in->pools, dir->path, port, &slurm_commands, store, &dispatcher);
   }
   WritePortFile(f.port_file, port);
   std::thread waiter = WaitForSignal(signals, [&](int sig) {
@@ -293,20 +335,8 @@ int Backup(const BackupFlags& f) {
   return 0;
 }
 
-}  // namespace
-}  // namespace ablate
-
-int main(int argc, char** argv) {
-#ifdef NDEBUG
-  // Debian's abseil checks every mutex acquisition for lock-order cycles (~1% of the
-  // coordinator's cycles under load); debug builds keep the check.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-#endif
-  ablate::Flags f;
-  CLI::App app{
-      "ablate-coordinator: stores sweeps in SQLite and hands their runs to ablate-worker "
-      "daemons.\nExample: ablate-coordinator --listen 0.0.0.0:7070 --data-dir /srv/ablate "
-      "--client-token-file client.token --worker-token-file worker.token"};
+// --listen, --data-dir, tokens, TLS, --port-file, --grpc-buffer-mib.
+void AddServeOptions(CLI::App& app, Flags& f) {
   app.add_option("--listen", f.listen, "HOST:PORT for gRPC; port 0 picks a free one")
       ->capture_default_str();
   app.add_option("--data-dir", f.data_dir,
@@ -326,6 +356,10 @@ int main(int argc, char** argv) {
                  "(every message is at most 4 MiB; beyond this, streams are refused)")
       ->capture_default_str()
       ->check(CLI::Range(8, 65536));
+}
+
+// The dashboard's --http* and --web-root.
+void AddHttpOptions(CLI::App& app, Flags& f) {
   app.add_option("--http", f.http,
                  "HOST:PORT of the web dashboard and its JSON API; port 0 picks a free one; "
                  "'off' serves none")
@@ -348,6 +382,10 @@ int main(int argc, char** argv) {
   app.add_option("--web-root", f.web_root,
                  "folder with the dashboard's static/ and node_modules/ (default: installed "
                  "share/ablate/web, or the source tree's web/)");
+}
+
+// Leases, heartbeats, cancel grace, and the Slurm pools.
+void AddSchedulingOptions(CLI::App& app, Flags& f) {
   app.add_option("--lease-ms", f.lease_ms,
                  "a worker silent this long loses its runs (requeued, not counted as failures)")
       ->capture_default_str()
@@ -372,16 +410,41 @@ int main(int argc, char** argv) {
                  "how often Slurm is asked about the pilots (one squeue per poll)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  ablate::BackupFlags backup_flags;
+}
+
+// `ablate-coordinator backup`.
+CLI::App* AddBackupCommand(CLI::App& app, BackupFlags* f) {
   CLI::App* backup = app.add_subcommand(
       "backup",
       "copy the database consistently while a coordinator may be running (SQLite online "
       "backup), check the copy with PRAGMA integrity_check, then rename it into place.\n"
       "Example: ablate-coordinator backup --data-dir /srv/ablate --to /backup/ablate-$(date +%F).db");
-  backup->add_option("--data-dir", backup_flags.data_dir,
+  backup->add_option("--data-dir", f->data_dir,
                      "directory of ablate.db (default as for serving)");
-  backup->add_option("--to", backup_flags.to, "file to write the copy to (replaced atomically)")
+  backup->add_option("--to", f->to, "file to write the copy to (replaced atomically)")
       ->required();
+  return backup;
+}
+
+}  // namespace
+}  // namespace ablate
+
+int main(int argc, char** argv) {
+#ifdef NDEBUG
+  // Debian's abseil checks every mutex acquisition for lock-order cycles (~1% of the
+  // coordinator's cycles under load); debug builds keep the check.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+#endif
+  ablate::Flags f;
+  CLI::App app{
+      "ablate-coordinator: stores sweeps in SQLite and hands their runs to ablate-worker "
+      "daemons.\nExample: ablate-coordinator --listen 0.0.0.0:7070 --data-dir /srv/ablate "
+      "--client-token-file client.token --worker-token-file worker.token"};
+  ablate::AddServeOptions(app, f);
+  ablate::AddHttpOptions(app, f);
+  ablate::AddSchedulingOptions(app, f);
+  ablate::BackupFlags backup_flags;
+  CLI::App* backup = ablate::AddBackupCommand(app, &backup_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

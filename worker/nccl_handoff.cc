@@ -4,7 +4,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/nccl_id.h"
 
 namespace ablate::worker {
 

@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "server/core/utf8_text.h"
-#include "server/core/worker_input.h"
+#include "common/utf8_text.h"
+#include "common/worker_limits.h"
 #include "worker/disk_space.h"
 
 namespace ablate::worker {
@@ -125,7 +125,7 @@ std::string ForTail(const std::string& line) {
          std::to_string(line.size()) + " bytes)";
 }
 
-// Keeps the result within the coordinator's limits (server/core/worker_input.h), valid UTF-8 and
+// Keeps the result within the coordinator's limits (common/worker_limits.h), valid UTF-8 and
 // cut on character boundaries: the end of the tail (where the failure is) and the start of the
 // error.
 void BoundText(RunResult& r) {

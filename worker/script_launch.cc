@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "ablate/v1/types.pb.h"
-#include "server/core/script_command.h"
+#include "common/script_command.h"
 
 namespace ablate::worker {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 #include "worker/script_output.h"
 
 namespace ablate::worker {

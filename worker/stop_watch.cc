@@ -4,19 +4,8 @@
 #include <time.h>
 
 namespace ablate::worker {
-namespace {
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 std::string AwaitStop(const sigset_t& signals, WorkerCore& core, StopWatchOptions options) {
-  if (!options.now_ms) options.now_ms = SteadyMs;
-  int64_t busy_at = options.now_ms();
+  int64_t busy_at = options.clock->MonotonicMs();
   while (true) {
     timespec wait{options.poll.count() / 1000, (options.poll.count() % 1000) * 1000000};
     int sig = sigtimedwait(&signals, nullptr, &wait);
@@ -26,7 +15,7 @@ std::string AwaitStop(const sigset_t& signals, WorkerCore& core, StopWatchOption
       return "received " + name;
     }
     if (sig == SIGUSR1) core.Drain();
-    const int64_t now = options.now_ms();
+    const int64_t now = options.clock->MonotonicMs();
     if (!core.Idle()) {
       busy_at = now;
       continue;

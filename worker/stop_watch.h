@@ -9,9 +9,9 @@
 #include <signal.h>
 
 #include <chrono>
-#include <functional>
 #include <string>
 
+#include "common/clock.h"
 #include "worker/worker_core.h"
 
 namespace ablate::worker {
@@ -19,7 +19,7 @@ namespace ablate::worker {
 struct StopWatchOptions {
   std::chrono::milliseconds idle_exit{0};  // 0: never exit for idleness
   std::chrono::milliseconds poll{200};
-  std::function<int64_t()> now_ms;  // monotonic; steady_clock when unset
+  const Clock* clock = &SystemClock::Get();  // its MonotonicMs; not owned
 };
 
 // Blocks the calling thread until the worker should stop and returns why, in words. `signals`

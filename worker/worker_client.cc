@@ -31,12 +31,6 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 WorkerClient::WorkerClient(WorkerClientOptions options)
@@ -166,7 +160,7 @@ void WorkerClient::Heartbeats(uint64_t generation, std::chrono::milliseconds per
   auto next_scan = std::chrono::steady_clock::now() + options_.dataset_rescan;
   while (true) {
     v1::WorkerMessage beat;
-    beat.mutable_heartbeat()->set_time_ms(WallMs());
+    beat.mutable_heartbeat()->set_time_ms(options_.clock->WallMs());
     if (options_.draining && options_.draining()) beat.mutable_heartbeat()->set_draining(true);
     std::optional<std::vector<std::string>> changed;
     if (options_.list_datasets && std::chrono::steady_clock::now() >= next_scan) {

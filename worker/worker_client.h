@@ -17,6 +17,7 @@
 #include "ablate/v1/worker.grpc.pb.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "worker/worker_core.h"
 
 namespace ablate::worker {
@@ -38,6 +39,7 @@ struct WorkerClientOptions {
   std::function<bool()> draining;
   std::chrono::milliseconds backoff_initial{100};
   std::chrono::milliseconds backoff_max{10000};
+  const Clock* clock = &SystemClock::Get();  // WallMs stamps heartbeats; not owned
 };
 
 // Thread-safe. Run() occupies the calling thread until Stop().

@@ -7,8 +7,8 @@
 #include <limits>
 #include <optional>
 
-#include "server/core/utf8_text.h"
-#include "server/core/worker_input.h"
+#include "common/utf8_text.h"
+#include "common/worker_limits.h"
 #include "worker/checkpoint_dir.h"
 #include "worker/datasets.h"
 #include "worker/disk_space.h"
@@ -17,12 +17,6 @@
 
 namespace ablate::worker {
 namespace {
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string RunDir(const std::string& work_dir, const v1::Assignment& a) {
   return work_dir + "/runs/" + std::to_string(a.run_id()) + "-a" + std::to_string(a.attempt_id());
@@ -40,7 +34,6 @@ absl::StatusOr<std::unique_ptr<WorkerCore>> WorkerCore::Create(WorkerCoreOptions
                                                                MessageSink* sink) {
   absl::StatusOr<std::unique_ptr<Outbox>> outbox = Outbox::Open(options.work_dir + "/outbox");
   if (!outbox.ok()) return outbox.status();
-  if (!options.now_ms) options.now_ms = SteadyMs;
   return std::unique_ptr<WorkerCore>(
       new WorkerCore(std::move(options), sink, std::move(outbox).value()));
 }
@@ -240,7 +233,9 @@ void WorkerCore::SendStarted(const Attempt& a) {
 void WorkerCore::OnPoint(Attempt& a, const v1::MetricPoint& point) {
   if (!a.reports_metrics) return;
   absl::MutexLock lock(&a.batch_mu);
-  if (auto batch = a.batcher.Add(point, options_.now_ms())) AppendBatch(a, std::move(*batch));
+  if (auto batch = a.batcher.Add(point, options_.clock->MonotonicMs())) {
+    AppendBatch(a, std::move(*batch));
+  }
 }
 
 void WorkerCore::AppendBatch(Attempt& a, std::vector<v1::MetricPoint> points) {
@@ -315,7 +310,7 @@ void WorkerCore::HandleAck(const v1::Ack& ack) {
     Delivery& d = delivery_[ack.attempt_id()];
     if (seq > d.acked) {  // progress: the resend clock starts again, at its shortest
       d.acked = seq;
-      d.progress_ms = options_.now_ms();
+      d.progress_ms = options_.clock->MonotonicMs();
       d.resend_after_ms = options_.resend_after.count();
     }
   }
@@ -384,7 +379,7 @@ void WorkerCore::SendPending() {
   absl::MutexLock lock(&send_mu_);
   uint64_t generation = sink_->Generation();
   if (generation == 0) return;
-  const int64_t now = options_.now_ms();
+  const int64_t now = options_.clock->MonotonicMs();
   if (generation != sent_generation_) {
     for (auto& [id, d] : delivery_) d.sent_upto = 0;
     sent_generation_ = generation;
@@ -455,7 +450,9 @@ void WorkerCore::FlushDueAndReap() {
   for (const std::shared_ptr<Attempt>& a : all) {
     absl::MutexLock lock(&a->batch_mu);
     if (a->finished) continue;
-    if (auto batch = a->batcher.TakeIfDue(options_.now_ms())) AppendBatch(*a, std::move(*batch));
+    if (auto batch = a->batcher.TakeIfDue(options_.clock->MonotonicMs())) {
+      AppendBatch(*a, std::move(*batch));
+    }
   }
   reaped.clear();  // ~RunSupervisor joins
 }

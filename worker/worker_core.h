@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "worker/batcher.h"
 #include "worker/outbox.h"
 #include "worker/run_supervisor.h"
@@ -50,7 +51,7 @@ struct WorkerCoreOptions {
   BatcherOptions batcher;
   std::chrono::milliseconds tick{100};     // how often due batches are flushed and sent
   std::chrono::milliseconds shutdown_grace{10000};
-  std::function<int64_t()> now_ms;  // monotonic ms; steady_clock when unset
+  const Clock* clock = &SystemClock::Get();  // its MonotonicMs; not owned
   // Unacknowledged outbox entries are sent again on the same stream after this long without an
   // Ack that advances (DESIGN §4, the ack contract), the wait doubling up to 30 s each time.
   std::chrono::milliseconds resend_after{2000};

@@ -28,7 +28,7 @@ void WorkerCore::GiveBack(const v1::Assignment& as, const absl::Status& why) {
     first = !disk_full_;
     disk_full_ = true;
     disk_reason_ = reason;
-    next_probe_ms_ = options_.now_ms() + kProbeEveryMs;
+    next_probe_ms_ = options_.clock->MonotonicMs() + kProbeEveryMs;
     give_backs_.push_back({as.attempt_id(), as.fencing_token(), reason});
   }
   if (first) {
@@ -101,7 +101,7 @@ void WorkerCore::SendGiveBacks() {
 void WorkerCore::ProbeDisk() {
   {
     absl::MutexLock lock(&disk_mu_);
-    const int64_t now = options_.now_ms();
+    const int64_t now = options_.clock->MonotonicMs();
     if (!disk_full_ || now < next_probe_ms_) return;
     next_probe_ms_ = now + kProbeEveryMs;
   }

@@ -13,8 +13,10 @@
 #include <sstream>
 #include <thread>
 
-#include "server/core/token_file.h"
-#include "server/core/utf8_text.h"
+#include "absl/base/thread_annotations.h"
+
+#include "common/token_file.h"
+#include "common/utf8_text.h"
 #include "worker/command.h"
 #include "worker/datasets.h"
 #include "worker/gpu_probe.h"
@@ -115,7 +117,7 @@ class DatasetLister {
  private:
   const std::string data_dir_;
   std::mutex mu_;
-  std::set<std::string> logged_;
+  std::set<std::string> logged_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string HostName() {
@@ -184,6 +186,112 @@ std::thread LogPreflight(PreflightOptions o) {
   });
 }
 
+// Blocks the shutdown signals (and USR1, drain) in this thread and every thread started after it;
+// one thread takes them with sigwait (AwaitStop).
+sigset_t BlockStopSignals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGUSR1);  // drain (Slurm's --signal before the time limit)
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+// Under --slurm: the pilot's identity from Slurm's environment, and its own WORK_DIR below
+// --work-dir. nullopt outside Slurm.
+absl::StatusOr<std::optional<SlurmIdentity>> ReadSlurm(Flags& f) {
+  if (!f.slurm) {
+    if (!f.pool.empty()) return absl::InvalidArgumentError("--pool needs --slurm");
+    return std::nullopt;
+  }
+  absl::StatusOr<SlurmIdentity> s =
+      ReadSlurmIdentity([](const char* name) { return std::getenv(name); }, f.pool);
+  if (!s.ok()) return s.status();
+  // Pilots of one node share WORK_DIR: each keeps its runs and outbox apart.
+  const ablate::v1::SlurmAllocation& a = s->allocation;
+  f.work_dir += "/slurm-" + std::to_string(a.job_id()) + "." + std::to_string(a.restart_count()) +
+                "-" + std::to_string(a.node_index());
+  return std::optional<SlurmIdentity>(*std::move(s));
+}
+
+// The GPUs this worker announces: Slurm's, or --gpus of the probed ones.
+absl::StatusOr<std::vector<ablate::v1::Gpu>> PickGpus(const Flags& f,
+                                                      const std::optional<SlurmIdentity>& slurm) {
+  if (slurm) {
+    return SlurmGpus(f.gpus == "none" ? std::vector<int>{} : slurm->gpu_indices, ProbeGpus());
+  }
+  return SelectGpus(f.gpus == "none" ? std::vector<ablate::v1::Gpu>{} : ProbeGpus(), f.gpus);
+}
+
+WorkerCoreOptions CoreOptions(const Flags& f, const std::string& trainer) {
+  WorkerCoreOptions o;
+  o.work_dir = f.work_dir;
+  o.data_dir = f.data_dir;
+  o.trainer_path = trainer;
+  o.shutdown_grace = std::chrono::milliseconds(f.grace_ms);
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  o.allow_scripts = f.allow_scripts;
+  o.python = f.python;
+  o.master_addr = f.master_addr;
+  o.checkpoint_dir = f.checkpoint_dir;
+  o.trainer_args = {"--threads", std::to_string(std::max(1, cores / std::max(1, f.cpu_slots)))};
+  return o;
+}
+
+// Where and how the client dials: coordinator, token, TLS CA, heartbeat, dataset rescans.
+absl::StatusOr<WorkerClientOptions> ClientOptions(const Flags& f, const std::string& token) {
+  WorkerClientOptions o;
+  o.coordinator = f.coordinator;
+  o.token = token;
+  if (!f.tls_ca.empty()) {
+    std::ifstream ca(f.tls_ca);
+    if (!ca) return absl::InvalidArgumentError("cannot read --tls-ca file " + f.tls_ca);
+    o.tls_ca_pem.assign(std::istreambuf_iterator<char>(ca), {});
+  }
+  o.heartbeat_ms = f.heartbeat_ms;
+  o.dataset_rescan = std::chrono::milliseconds(f.dataset_rescan_ms);
+  return o;
+}
+
+// What this worker is, as its Hello says it (the held runs are asked for at each Hello).
+struct Identity {
+  std::string id;
+  std::string host;
+  std::string version;
+  std::vector<ablate::v1::Gpu> gpus;
+  std::optional<SlurmIdentity> slurm;
+};
+
+ablate::v1::Hello MakeHello(const Flags& f, const Identity& me, DatasetLister& datasets,
+                            const WorkerCore& core) {
+  ablate::v1::Hello hello;
+  hello.set_worker_id(me.id);
+  hello.set_host(me.host);
+  for (const auto& g : me.gpus) *hello.add_gpus() = g;
+  hello.set_cpu_slots(f.cpu_slots);
+  hello.set_trainer_version(me.version);
+  hello.set_allow_scripts(f.allow_scripts);
+  for (const std::string& d : datasets()) hello.add_datasets(d);
+  for (const auto& h : core.Held()) *hello.add_running() = h;
+  if (me.slurm) *hello.mutable_slurm() = me.slurm->allocation;
+  return hello;
+}
+
+// Checks what serving needs: a coordinator, the trainer found, and under --allow-scripts the
+// interpreter, whose absolute path replaces f.python.
+absl::Status CheckServeFlags(Flags& f, const absl::StatusOr<std::string>& trainer) {
+  if (f.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
+  if (!trainer.ok()) return trainer.status();
+  if (f.allow_scripts) {
+    // Resolved once here: the supervisor execs an absolute path, never a bare name.
+    absl::StatusOr<std::string> python = FindInterpreter(f.python);
+    if (!python.ok()) return python.status();
+    f.python = *python;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -192,12 +300,7 @@ int main(int argc, char** argv) {
   AddFlags(app, f);
   CLI11_PARSE(app, argc, argv);
   // Block the shutdown signals before any thread starts; one thread takes them with sigwait.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGUSR1);  // drain (Slurm's --signal before the time limit)
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t stop_signals = BlockStopSignals();
   ::signal(SIGPIPE, SIG_IGN);
 
   if (f.data_dir.empty()) f.data_dir = f.work_dir + "/data";
@@ -206,79 +309,29 @@ int main(int argc, char** argv) {
       FindExecutable(f.trainer.empty() ? "ablate-train" : f.trainer, {"../trainer"});
   PreflightOptions preflight = MakePreflightOptions(f, trainer);
   if (f.check) return RunCheck(preflight, f.json);
-  if (f.coordinator.empty()) return Die("--coordinator is required");
-  if (!trainer.ok()) return Die(std::string(trainer.status().message()));
-  if (f.allow_scripts) {
-    // Resolved once here: the supervisor execs an absolute path, never a bare name.
-    absl::StatusOr<std::string> python = FindInterpreter(f.python);
-    if (!python.ok()) return Die(std::string(python.status().message()));
-    f.python = *python;
-  }
+  if (absl::Status s = CheckServeFlags(f, trainer); !s.ok()) return Die(std::string(s.message()));
   absl::StatusOr<std::string> token = ablate::ReadTokenFile(f.token_file);
   if (!token.ok()) return Die(std::string(token.status().message()));
-  std::optional<SlurmIdentity> slurm;
-  if (f.slurm) {
-    absl::StatusOr<SlurmIdentity> s =
-        ReadSlurmIdentity([](const char* name) { return std::getenv(name); }, f.pool);
-    if (!s.ok()) return Die(std::string(s.status().message()));
-    slurm = *std::move(s);
-    // Pilots of one node share WORK_DIR: each keeps its runs and outbox apart.
-    const ablate::v1::SlurmAllocation& a = slurm->allocation;
-    f.work_dir += "/slurm-" + std::to_string(a.job_id()) + "." +
-                  std::to_string(a.restart_count()) + "-" + std::to_string(a.node_index());
-  } else if (!f.pool.empty()) {
-    return Die("--pool needs --slurm");
-  }
-  absl::StatusOr<std::vector<ablate::v1::Gpu>> gpus =
-      slurm ? absl::StatusOr<std::vector<ablate::v1::Gpu>>(SlurmGpus(
-                  f.gpus == "none" ? std::vector<int>{} : slurm->gpu_indices, ProbeGpus()))
-            : SelectGpus(f.gpus == "none" ? std::vector<ablate::v1::Gpu>{} : ProbeGpus(), f.gpus);
+  absl::StatusOr<std::optional<SlurmIdentity>> slurm = ReadSlurm(f);
+  if (!slurm.ok()) return Die(std::string(slurm.status().message()));
+  absl::StatusOr<std::vector<ablate::v1::Gpu>> gpus = PickGpus(f, *slurm);
   if (!gpus.ok()) return Die(std::string(gpus.status().message()));
-
-  const std::string host = HostName();
-  const std::string id = slurm ? slurm->worker_id : f.name.empty() ? host : f.name;
-  const std::string version = TrainerVersion(*trainer);
-  WorkerCoreOptions core_options;
-  core_options.work_dir = f.work_dir;
-  core_options.data_dir = f.data_dir;
-  core_options.trainer_path = *trainer;
-  core_options.shutdown_grace = std::chrono::milliseconds(f.grace_ms);
-  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  core_options.allow_scripts = f.allow_scripts;
-  core_options.python = f.python;
-  core_options.master_addr = f.master_addr;
-  core_options.checkpoint_dir = f.checkpoint_dir;
-  core_options.trainer_args = {"--threads",
-                               std::to_string(std::max(1, cores / std::max(1, f.cpu_slots)))};
+  Identity me;
+  me.slurm = *std::move(slurm);
+  me.gpus = *std::move(gpus);
+  me.host = HostName();
+  me.id = me.slurm ? me.slurm->worker_id : f.name.empty() ? me.host : f.name;
+  me.version = TrainerVersion(*trainer);
+  WorkerCoreOptions core_options = CoreOptions(f, *trainer);
+  absl::StatusOr<WorkerClientOptions> client_options = ClientOptions(f, *token);
+  if (!client_options.ok()) return Die(std::string(client_options.status().message()));
 
   WorkerCore* core_ptr = nullptr;
-  WorkerClientOptions client_options;
-  client_options.coordinator = f.coordinator;
-  client_options.token = *token;
-  if (!f.tls_ca.empty()) {
-    std::ifstream ca(f.tls_ca);
-    if (!ca) return Die("cannot read --tls-ca file " + f.tls_ca);
-    client_options.tls_ca_pem.assign(std::istreambuf_iterator<char>(ca), {});
-  }
-  client_options.heartbeat_ms = f.heartbeat_ms;
   DatasetLister datasets(f.data_dir);
-  client_options.list_datasets = [&datasets] { return datasets(); };
-  client_options.dataset_rescan = std::chrono::milliseconds(f.dataset_rescan_ms);
-  client_options.make_hello = [&] {
-    ablate::v1::Hello hello;
-    hello.set_worker_id(id);
-    hello.set_host(host);
-    for (const auto& g : *gpus) *hello.add_gpus() = g;
-    hello.set_cpu_slots(f.cpu_slots);
-    hello.set_trainer_version(version);
-    hello.set_allow_scripts(f.allow_scripts);
-    for (const std::string& d : datasets()) hello.add_datasets(d);
-    for (const auto& h : core_ptr->Held()) *hello.add_running() = h;
-    if (slurm) *hello.mutable_slurm() = slurm->allocation;
-    return hello;
-  };
-  client_options.draining = [&core_ptr] { return core_ptr->TakesNoRuns(); };
-  WorkerClient client(client_options);
+  client_options->list_datasets = [&datasets] { return datasets(); };
+  client_options->make_hello = [&] { return MakeHello(f, me, datasets, *core_ptr); };
+  client_options->draining = [&core_ptr] { return core_ptr->TakesNoRuns(); };
+  WorkerClient client(*client_options);
   core_options.fetch_snapshot = [&client](const std::string& hash) {
     return client.FetchSnapshot(hash);
   };
@@ -286,13 +339,13 @@ int main(int argc, char** argv) {
   if (!core.ok()) return Die(core.status().ToString());
   core_ptr = core->get();
   client.SetCore(core_ptr);
-  LogLine("worker " + id + ": " + std::to_string(gpus->size()) + " GPU(s), " +
-          std::to_string(f.cpu_slots) + " CPU slot(s), trainer " + *trainer + " (" + version +
-          "), datasets in " + f.data_dir +
+  LogLine("worker " + me.id + ": " + std::to_string(me.gpus.size()) + " GPU(s), " +
+          std::to_string(f.cpu_slots) + " CPU slot(s), trainer " + *trainer + " (" +
+          me.version + "), datasets in " + f.data_dir +
           (f.allow_scripts ? "; runs scripts with " + f.python : "; runs no scripts") +
           (f.checkpoint_dir.empty() ? "" : "; checkpoints in " + f.checkpoint_dir));
 
-  preflight.ask_trainer = !gpus->empty();  // the trainer's CUDA libraries matter only for GPUs
+  preflight.ask_trainer = !me.gpus.empty();  // the trainer's CUDA libraries matter only for GPUs
   std::thread preflight_log = LogPreflight(preflight);
   std::thread signals([&] {
     StopWatchOptions stop_options;

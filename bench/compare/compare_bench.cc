@@ -1,4 +1,4 @@
-// Latency of the compare / records / export views (server/rpc/compare_queries.h) on a store with
+// Latency of the compare / records / export views (server/compare/compare_queries.h) on a store with
 // a 50-run x 3000-step sweep (5 variants x 10 seeds, all succeeded), each against the store reads
 // it is built from, measured in the same run: what the statistics, the preset hashing and the
 // message building add on top of SQLite. Prints medians in ms and the ratios.
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "server/rpc/compare_queries.h"
+#include "server/compare/compare_queries.h"
 #include "server/store/store.h"
 #include "server/sweep/sweep_spec.h"
 #include "trainer/config/knob_schema.h"

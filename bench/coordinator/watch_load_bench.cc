@@ -173,37 +173,22 @@ void PrintPages(const std::string& label, const std::vector<ablate::bench::SseCl
             << " ms; " << complete << "/" << n << " got the final step of every run shown\n";
 }
 
-}  // namespace
+// The readers put on top of the paced runs: live dashboard pages and WatchSweep streams.
+struct Readers {
+  Readers(const Config& config, ablate::bench::CoordinatorProcess& coordinator,
+          ablate::bench::SendTimes& send_times)
+      : c(config), coord(coordinator), times(send_times) {}
 
-int main(int argc, char** argv) {
-  Config c;
-  int* fields[] = {&c.load.workers, &c.load.slots,       &c.load.seconds, &c.load.steps_per_second,
-                   &c.pages,        &c.sweep_pages,      &c.watchers};
-  for (int i = 1; i < argc && i <= 7; ++i) *fields[i - 1] = std::atoi(argv[i]);
-  c.sweep_pages = std::min(c.sweep_pages, c.pages);
-  ablate::bench::CoordinatorProcess coord(
-      ABLATE_COORDINATOR_BIN,
-      {.http = true,
-       .extra_args = {"--http-max-live-streams", std::to_string(c.pages + 16),
-                      // every page comes from this one loopback address
-                      "--http-max-connections-per-address", std::to_string(c.pages + 64)}});
-  if (!coord.ok()) return 1;
-  const int pid = coord.pid();
-  std::cout << "load average at start: " << LoadAverage() << "\n";
-  ProcSampler sampler(pid);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ProcSampler::Peaks idle = sampler.Take();
-
-  Progress("phase 1: runs alone");
-  ablate::bench::PacedResult alone = ablate::bench::RunPaced(coord, c.load, "alone", nullptr, {});
-  ProcSampler::Peaks alone_peaks = sampler.Take();
-
-  ablate::bench::SendTimes times(c.load.runs(), c.load.steps());
+  const Config& c;
+  ablate::bench::CoordinatorProcess& coord;
+  ablate::bench::SendTimes& times;
   std::unique_ptr<ablate::bench::SseClients> pages;
   std::vector<std::unique_ptr<Watcher>> watchers;
-  Clock::time_point readers_ready;
+  Clock::time_point ready_at;
   bool pages_ready = false;
-  auto attach = [&](const std::vector<int64_t>& sweep_ids, const std::vector<int64_t>& run_ids) {
+
+  // Opens the pages, then the watchers, waiting up to 60 s for each kind to be reading.
+  void Attach(const std::vector<int64_t>& sweep_ids, const std::vector<int64_t>& run_ids) {
     std::vector<std::string> paths;
     for (int i = 0; i < c.pages; ++i) {
       paths.push_back(
@@ -223,40 +208,72 @@ int main(int argc, char** argv) {
       watchers.push_back(std::make_unique<Watcher>());
       Watcher& w = *watchers.back();
       int64_t sweep_id = sweep_ids[size_t(i) % sweep_ids.size()];
-      w.thread = std::thread([&coord, sweep_id, &w] { Watch(coord, sweep_id, w); });
+      w.thread = std::thread([this, sweep_id, &w] { Watch(coord, sweep_id, w); });
     }
+    WaitUntil([](const Watcher& w) { return w.updates > 0 || w.ended; });
+    ready_at = Clock::now();
+    Progress("readers attached; pacing the runs");
+  }
+
+  // Waits up to 60 s for every watcher to end (they end when their sweep has finished), then
+  // 2 s for the pages' last points.
+  void WaitForEnd() {
+    WaitUntil([](const Watcher& w) { return w.ended.load(); });
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+
+  // Cancels the watchers still open, joins them and closes the pages.
+  void Stop() {
+    for (auto& w : watchers) {
+      if (!w->ended) w->ctx->TryCancel();
+      w->thread.join();
+    }
+    if (pages) pages->Stop();
+  }
+
+ private:
+  template <typename Done>
+  void WaitUntil(Done done) {
     auto deadline = Clock::now() + std::chrono::seconds(60);
-    while (Clock::now() < deadline &&
-           std::any_of(watchers.begin(), watchers.end(),
-                       [](const auto& w) { return w->updates == 0 && !w->ended; })) {
+    while (Clock::now() < deadline && !std::all_of(watchers.begin(), watchers.end(),
+                                                   [&](const auto& w) { return done(*w); })) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    readers_ready = Clock::now();
-    Progress("readers attached; pacing the runs");
-  };
-  Clock::time_point t_attach = Clock::now();
-  ablate::bench::PacedResult loaded = ablate::bench::RunPaced(coord, c.load, "loaded", &times, attach);
-  Progress("runs finished; waiting for the watchers to end");
-  // Watchers end when the sweep has finished; pages get their last points within a poll or two.
-  auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (Clock::now() < deadline &&
-         std::any_of(watchers.begin(), watchers.end(), [](const auto& w) { return !w->ended; })) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  ProcSampler::Peaks loaded_peaks = sampler.Take();
-  int64_t hwm = StatusField(pid, "VmHWM");
-  for (auto& w : watchers) {
-    if (!w->ended) w->ctx->TryCancel();
-    w->thread.join();
+};
+
+void PrintWatchers(const std::vector<std::unique_ptr<Watcher>>& watchers,
+                   Clock::time_point last_finished) {
+  std::vector<double> end_lag;
+  int ok = 0;
+  int64_t updates = 0;
+  for (const auto& w : watchers) {
+    updates += w->updates;
+    if (w->ended && w->status.ok()) {
+      ++ok;
+      end_lag.push_back(Ms(w->ended_at - last_finished));
+    }
   }
-  if (pages) pages->Stop();
-  if (!Succeeded("runs alone", alone) || !Succeeded("runs with readers", loaded)) return 1;
+  std::cout << "  watchers: " << watchers.size() << " opened, " << ok
+            << " ended OK when the sweep finished; " << updates
+            << " updates; last run finished -> stream ended p50 " << Percentile(end_lag, 0.5)
+            << " ms, p99 " << Percentile(end_lag, 0.99) << " ms, max " << Percentile(end_lag, 1.0)
+            << " ms\n";
+}
+
+// What the coordinator held: peaks of each phase.
+struct Peaks {
+  ProcSampler::Peaks idle, alone, loaded;
+  int64_t hwm_kb = 0;
+};
+
+void PrintReport(const Config& c, const ablate::bench::PacedResult& alone,
+                 const ablate::bench::PacedResult& loaded, const Peaks& peaks,
+                 const Readers& readers, Clock::time_point t_attach) {
   std::map<int64_t, int> runs_of_sweep;
   std::vector<int> sizes = ablate::bench::SweepSizes(c.load.runs());
   for (size_t k = 0; k < loaded.sweep_ids.size(); ++k)
     runs_of_sweep[loaded.sweep_ids[k]] = sizes[k];
-
   std::cout << c.load.runs() << " runs (" << c.load.workers << " workers x " << c.load.slots
             << " CPU slots), 1 point per MetricBatch at " << c.load.steps_per_second
             << " steps/s per run for " << c.load.seconds << " s, " << loaded.sweep_ids.size()
@@ -271,31 +288,61 @@ int main(int argc, char** argv) {
             << ", p50 ratio = "
             << Percentile(loaded.latencies_ms, 0.5) / Percentile(alone.latencies_ms, 0.5)
             << "  (target: p99 < 100 ms)\n";
-  std::cout << "coordinator memory (VmRSS peak) and threads: idle " << idle.rss_kb / 1024
-            << " MiB / " << idle.threads << " threads; alone " << alone_peaks.rss_kb / 1024
-            << " MiB / " << alone_peaks.threads << "; with readers " << loaded_peaks.rss_kb / 1024
-            << " MiB / " << loaded_peaks.threads << "; VmHWM " << hwm / 1024 << " MiB\n";
-  std::cout << "readers attached in " << Ms(readers_ready - t_attach) / 1000 << " s (from submit; "
-            << (pages_ready ? "every page ready" : "NOT every page ready") << ")\n";
-  if (pages) {
-    PrintPages("sweep pages", pages->stats(), true, runs_of_sweep, c.load.steps());
-    PrintPages("run pages  ", pages->stats(), false, runs_of_sweep, c.load.steps());
+  std::cout << "coordinator memory (VmRSS peak) and threads: idle " << peaks.idle.rss_kb / 1024
+            << " MiB / " << peaks.idle.threads << " threads; alone " << peaks.alone.rss_kb / 1024
+            << " MiB / " << peaks.alone.threads << "; with readers "
+            << peaks.loaded.rss_kb / 1024 << " MiB / " << peaks.loaded.threads << "; VmHWM "
+            << peaks.hwm_kb / 1024 << " MiB\n";
+  std::cout << "readers attached in " << Ms(readers.ready_at - t_attach) / 1000
+            << " s (from submit; "
+            << (readers.pages_ready ? "every page ready" : "NOT every page ready") << ")\n";
+  if (readers.pages) {
+    PrintPages("sweep pages", readers.pages->stats(), true, runs_of_sweep, c.load.steps());
+    PrintPages("run pages  ", readers.pages->stats(), false, runs_of_sweep, c.load.steps());
   }
-  std::vector<double> end_lag;
-  int ok = 0;
-  int64_t updates = 0;
-  for (const auto& w : watchers) {
-    updates += w->updates;
-    if (w->ended && w->status.ok()) {
-      ++ok;
-      end_lag.push_back(Ms(w->ended_at - loaded.last_finished));
-    }
-  }
-  std::cout << "  watchers: " << watchers.size() << " opened, " << ok
-            << " ended OK when the sweep finished; " << updates
-            << " updates; last run finished -> stream ended p50 " << Percentile(end_lag, 0.5)
-            << " ms, p99 " << Percentile(end_lag, 0.99) << " ms, max " << Percentile(end_lag, 1.0)
-            << " ms\n";
+  PrintWatchers(readers.watchers, loaded.last_finished);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config c;
+  int* fields[] = {&c.load.workers, &c.load.slots,       &c.load.seconds, &c.load.steps_per_second,
+                   &c.pages,        &c.sweep_pages,      &c.watchers};
+  for (int i = 1; i < argc && i <= 7; ++i) *fields[i - 1] = std::atoi(argv[i]);
+  c.sweep_pages = std::min(c.sweep_pages, c.pages);
+  ablate::bench::CoordinatorProcess coord(
+      ABLATE_COORDINATOR_BIN,
+      {.http = true,
+       .extra_args = {"--http-max-live-streams", std::to_string(c.pages + 16),
+                      // every page comes from this one loopback address
+                      "--http-max-connections-per-address", std::to_string(c.pages + 64)}});
+  if (!coord.ok()) return 1;
+  const int pid = coord.pid();
+  std::cout << "load average at start: " << LoadAverage() << "\n";
+  ProcSampler sampler(pid);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Peaks peaks;
+  peaks.idle = sampler.Take();
+
+  Progress("phase 1: runs alone");
+  ablate::bench::PacedResult alone = ablate::bench::RunPaced(coord, c.load, "alone", nullptr, {});
+  peaks.alone = sampler.Take();
+
+  ablate::bench::SendTimes times(c.load.runs(), c.load.steps());
+  Readers readers(c, coord, times);
+  auto attach = [&](const std::vector<int64_t>& sweep_ids, const std::vector<int64_t>& run_ids) {
+    readers.Attach(sweep_ids, run_ids);
+  };
+  Clock::time_point t_attach = Clock::now();
+  ablate::bench::PacedResult loaded = ablate::bench::RunPaced(coord, c.load, "loaded", &times, attach);
+  Progress("runs finished; waiting for the watchers to end");
+  readers.WaitForEnd();
+  peaks.loaded = sampler.Take();
+  peaks.hwm_kb = StatusField(pid, "VmHWM");
+  readers.Stop();
+  if (!Succeeded("runs alone", alone) || !Succeeded("runs with readers", loaded)) return 1;
+  PrintReport(c, alone, loaded, peaks, readers, t_attach);
   std::cout << "load average at end: " << LoadAverage() << "\n";
   return 0;
 }

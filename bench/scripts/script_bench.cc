@@ -26,7 +26,7 @@
 #include "ablate/v1/client.grpc.pb.h"
 #include "ablate/v1/worker.grpc.pb.h"
 #include "bench/coordinator/coordinator_process.h"
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 #include "tests/util/subprocess.h"
 #include "worker/batcher.h"
 #include "worker/run_supervisor.h"

@@ -18,7 +18,7 @@
 #include "trainer/config/presets.h"
 #include "trainer/cpu/matmul.h"
 #include "trainer/cpu/parallel.h"
-#include "trainer/dist/in_process_communicator.h"
+#include "trainer/collectives/in_process_communicator.h"
 #include "trainer/model/gpt.h"
 #include "trainer/model/param_init.h"
 #include "trainer/model/window_schedule.h"

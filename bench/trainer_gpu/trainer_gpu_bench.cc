@@ -30,7 +30,7 @@
 #include "trainer/cuda/optimizer.h"
 #include "trainer/cuda/rmsnorm.h"
 #include "trainer/cuda/softcap_cross_entropy.h"
-#include "trainer/dist/in_process_communicator.h"
+#include "trainer/collectives/in_process_communicator.h"
 #include "trainer/model/param_init.h"
 #include "trainer/model/window_schedule.h"
 #include "trainer/train/engine.h"
@@ -177,10 +177,88 @@ StepSetup Setup(const Options& o) {
   return s;
 }
 
+// What TimeSteps measured.
+struct StepTimes {
+  std::vector<double> waited;     // ms per step, each waited for before the next was queued
+  std::vector<double> device_ms;  // the trainer's own step_ms over the pipelined steps
+  double pipelined = 0;           // ms per step with step k + 1 queued before k is collected
+  double model_gb = 0;
+};
+
 // Whole training steps as ablate-train runs them on one GPU, through its Engine: first each step
 // waited for before the next is queued (the baseline: what the loop did before it queued ahead),
 // then the trainer's loop, which queues step k + 1 before it collects step k. Wall clock over
 // the steps; the pipelined figure is what a run's training time is made of.
+StepTimes TimeSteps(const Options& o, const StepSetup& s,
+                    const std::vector<std::vector<int32_t>>& micro,
+                    const std::vector<int64_t>& windows) {
+  StepTimes out;
+  RunPlan plan{s.m, s.optim};
+  plan.backend = Backend::kCuda;
+  plan.devices = {o.device};
+  plan.micro_batch = s.b;
+  plan.num_iterations = s.iters;
+  InProcessGroup group(1);
+  InProcessCommunicator comm(&group, 0);
+  std::unique_ptr<Engine> engine = Take(MakeEngine(plan, comm), "engine");
+  Check(engine->Init(1), "parameters");
+  auto queue = [&](int64_t k) {
+    Check(engine->BeginStep(k), "begin step");
+    Check(engine->ZeroGrads(), "zero");
+    for (const std::vector<int32_t>& tok : micro) {
+      Check(engine->Accumulate(tok.data(), windows, s.accum, Pass::kTrain), "forward/backward");
+    }
+    Check(engine->Step(k), "optimizer step");
+    Check(engine->EndStep(k, false, false, false), "end step");
+  };
+  auto collect = [&](int64_t k) {
+    StepReport r = Take(engine->CollectStep(k), "collect step");
+    out.device_ms.push_back(r.step_ms);
+  };
+  int64_t k = 0;
+  for (; k < 2; ++k) {  // warm-up: cuBLASLt heuristics, non-zero head
+    queue(k);
+    collect(k);
+  }
+  for (int i = 0; i < o.steps; ++i, ++k) {
+    Clock::time_point t0 = Clock::now();
+    queue(k);
+    collect(k);
+    out.waited.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  out.device_ms.clear();
+  Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < o.steps; ++i, ++k) {
+    queue(k);
+    if (i > 0) collect(k - 1);
+  }
+  collect(k - 1);
+  out.pipelined = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / o.steps;
+  out.model_gb = double(engine->Memory() ? engine->Memory()->model_bytes : 0) / 1e9;
+  std::sort(out.waited.begin(), out.waited.end());
+  std::sort(out.device_ms.begin(), out.device_ms.end());
+  return out;
+}
+
+// One micro-step's forward, forward+backward and an optimizer step, each timed on the device.
+void PrintPhases(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t>& tokens,
+                 const std::vector<int64_t>& windows) {
+  std::unique_ptr<Gpt> gpt = Take(Gpt::Create(ctx, s.m, s.b, s.t), "model");
+  Optimizer opt(s.optim, gpt->device_layout());
+  Check(opt.Init(ctx), "optimizer");
+  std::vector<float> host(size_t(gpt->layout().total()));
+  InitParams(s.m, gpt->layout(), 1, host.data());
+  Check(gpt->SetParams(host.data()), "parameters");
+  double fwd = DeviceMs(ctx, 1, 3, [&] { return gpt->Forward(tokens.data(), windows, 1); });
+  double fwd_bwd =
+      DeviceMs(ctx, 1, 3, [&] { return gpt->ForwardBackward(tokens.data(), windows, 1); });
+  double optim =
+      DeviceMs(ctx, 1, 3, [&] { return opt.Step(ctx, gpt->params(), gpt->grads(), s.iters / 2); });
+  std::printf("micro-step forward %.2f ms, forward+backward %.2f ms; optimizer step %.2f ms\n", fwd,
+              fwd_bwd, optim);
+}
+
+// The step table: TimeSteps's figures against the FLOP count, then PrintPhases.
 void BenchStep(CudaContext& ctx, const Options& o, double ceiling) {
   StepSetup s = Setup(o);
   std::vector<std::vector<int32_t>> micro;
@@ -188,81 +266,22 @@ void BenchStep(CudaContext& ctx, const Options& o, double ceiling) {
     micro.push_back(Tokens(s.b * (s.t + 1), s.m.embed_vocab_size, s.m.bos_token, uint32_t(7 + i)));
   }
   std::vector<int64_t> windows = LayerWindowBlocks(s.m, s.iters / 2, s.iters);
-  std::vector<double> waited, device_ms;
-  double pipelined = 0;
-  double model_gb = 0;
-  {
-    RunPlan plan{s.m, s.optim};
-    plan.backend = Backend::kCuda;
-    plan.devices = {o.device};
-    plan.micro_batch = s.b;
-    plan.num_iterations = s.iters;
-    InProcessGroup group(1);
-    InProcessCommunicator comm(&group, 0);
-    std::unique_ptr<Engine> engine = Take(MakeEngine(plan, comm), "engine");
-    Check(engine->Init(1), "parameters");
-    auto queue = [&](int64_t k) {
-      Check(engine->BeginStep(k), "begin step");
-      Check(engine->ZeroGrads(), "zero");
-      for (const std::vector<int32_t>& tok : micro) {
-        Check(engine->Accumulate(tok.data(), windows, s.accum, Pass::kTrain), "forward/backward");
-      }
-      Check(engine->Step(k), "optimizer step");
-      Check(engine->EndStep(k, false, false, false), "end step");
-    };
-    auto collect = [&](int64_t k) {
-      StepReport r = Take(engine->CollectStep(k), "collect step");
-      device_ms.push_back(r.step_ms);
-    };
-    int64_t k = 0;
-    for (; k < 2; ++k) {  // warm-up: cuBLASLt heuristics, non-zero head
-      queue(k);
-      collect(k);
-    }
-    for (int i = 0; i < o.steps; ++i, ++k) {
-      Clock::time_point t0 = Clock::now();
-      queue(k);
-      collect(k);
-      waited.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    }
-    device_ms.clear();
-    Clock::time_point t0 = Clock::now();
-    for (int i = 0; i < o.steps; ++i, ++k) {
-      queue(k);
-      if (i > 0) collect(k - 1);
-    }
-    collect(k - 1);
-    pipelined = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / o.steps;
-    model_gb = double(engine->Memory() ? engine->Memory()->model_bytes : 0) / 1e9;
-  }
-  std::sort(waited.begin(), waited.end());
-  std::sort(device_ms.begin(), device_ms.end());
-  double step_ms = pipelined;
+  StepTimes t = TimeSteps(o, s, micro, windows);
+  double step_ms = t.pipelined;
   double flops = StepFlops(s.m, MeanKeys(s.m, micro[0], s.b, s.t, windows), double(s.batch_tokens));
   double tflops = flops / (step_ms * 1e9);
   std::printf("%s %s: B=%lld T=%lld, %lld micro-steps, %.1f GB on the device\n", o.preset.c_str(),
-              o.scale.c_str(), (long long)s.b, (long long)s.t, (long long)s.accum, model_gb);
+              o.scale.c_str(), (long long)s.b, (long long)s.t, (long long)s.accum, t.model_gb);
   std::printf(
       "step %.1f ms (trainer loop, %d steps queued ahead; device step_ms median %.1f)  %.0f tok/s"
       "  %.1f TFLOP/s  MFU %.1f%% of %.0f TF peak, %.1f%% of the measured GEMM rate\n",
-      step_ms, o.steps, device_ms[device_ms.size() / 2], double(s.batch_tokens) / (step_ms / 1e3),
-      tflops, 100 * tflops / o.peak_tflops, o.peak_tflops, 100 * tflops / ceiling);
-  double waited_ms = waited[waited.size() / 2];
+      step_ms, o.steps, t.device_ms[t.device_ms.size() / 2],
+      double(s.batch_tokens) / (step_ms / 1e3), tflops, 100 * tflops / o.peak_tflops,
+      o.peak_tflops, 100 * tflops / ceiling);
+  double waited_ms = t.waited[t.waited.size() / 2];
   std::printf("baseline, each step waited for: %.1f ms (median of %d)  ratio loop/baseline %.3f\n",
               waited_ms, o.steps, step_ms / waited_ms);
-  std::unique_ptr<Gpt> gpt = Take(Gpt::Create(ctx, s.m, s.b, s.t), "model");
-  Optimizer opt(s.optim, gpt->device_layout());
-  Check(opt.Init(ctx), "optimizer");
-  std::vector<float> host(size_t(gpt->layout().total()));
-  InitParams(s.m, gpt->layout(), 1, host.data());
-  Check(gpt->SetParams(host.data()), "parameters");
-  double fwd = DeviceMs(ctx, 1, 3, [&] { return gpt->Forward(micro[0].data(), windows, 1); });
-  double fwd_bwd =
-      DeviceMs(ctx, 1, 3, [&] { return gpt->ForwardBackward(micro[0].data(), windows, 1); });
-  double optim =
-      DeviceMs(ctx, 1, 3, [&] { return opt.Step(ctx, gpt->params(), gpt->grads(), s.iters / 2); });
-  std::printf("micro-step forward %.2f ms, forward+backward %.2f ms; optimizer step %.2f ms\n", fwd,
-              fwd_bwd, optim);
+  PrintPhases(ctx, s, micro[0], windows);
 }
 
 // One row of the per-op table: time, and its rate in TFLOP/s or GB/s.

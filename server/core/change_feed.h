@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
+
 namespace ablate {
 
 class ChangeFeed {
@@ -52,8 +54,8 @@ class ChangeFeed {
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  uint64_t version_ = 0;  // guarded by mu_
-  bool closed_ = false;   // guarded by mu_
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ablate

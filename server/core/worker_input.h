@@ -1,7 +1,7 @@
 // What the coordinator accepts from a worker, checked before anything is stored: a worker holding
 // a valid attempt and fencing token is still outside input (a buggy script, a hostile client).
-// The limits are part of the worker protocol (proto/ablate/v1/worker.proto cites them); the
-// worker keeps within them itself (worker/run_supervisor.cc trims its stderr tail and error).
+// The limits are part of the worker protocol (common/worker_limits.h); the worker keeps within
+// them itself (worker/run_supervisor.cc trims its stderr tail and error).
 #ifndef ABLATE_SERVER_CORE_WORKER_INPUT_H_
 #define ABLATE_SERVER_CORE_WORKER_INPUT_H_
 
@@ -12,18 +12,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/worker_limits.h"
 #include "server/core/model.h"
 
 namespace ablate {
-
-// Most points in one MetricBatch (ablate-worker sends at most 100).
-inline constexpr int kMaxPointsPerBatch = 5000;
-// Most bytes of RunFinished.stderr_tail and RunFinished.error.
-inline constexpr size_t kMaxStderrTailBytes = 64 * 1024;
-inline constexpr size_t kMaxErrorBytes = 4 * 1024;
-// Largest magnitude of any reported number. Far above any real loss, lr or time (1e12 ms is 31
-// years), far below where statistics overflow (a 1e300 loss squared is inf).
-inline constexpr double kMaxMetricMagnitude = 1e12;
 
 // OK, or INVALID_ARGUMENT naming the first thing wrong: more than kMaxPointsPerBatch points, a
 // negative step, a step beyond `max_step` (the run's configured steps; nullopt = unknown, not

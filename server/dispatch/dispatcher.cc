@@ -6,8 +6,9 @@
 #include <iostream>
 #include <set>
 
+#include "common/clock.h"
 #include "server/core/worker_input.h"
-#include "server/rpc/convert.h"
+#include "server/convert/convert.h"
 #include "trainer/config/knob_schema.h"
 
 namespace ablate {
@@ -26,14 +27,8 @@ absl::StatusOr<std::set<int64_t>> ScriptVariants(const Store& store, int64_t swe
   return ids;
 }
 
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 DispatcherOptions WithDefaults(DispatcherOptions o) {
-  if (!o.clock) o.clock = SystemNowMs;
+  if (!o.clock) o.clock = [] { return SystemClock::Get().WallMs(); };
   return o;
 }
 
@@ -290,7 +285,8 @@ void Dispatcher::Unregister(const std::string& worker_id, const WorkerSession* s
 
 void Dispatcher::OnHeartbeat(const std::string& worker_id) {
   // Every message proves liveness; the store hears of it at most once per heartbeat interval,
-  // so that metric batches do not each cost a second write.
+  // so that metric batches do not each cost a second write, and without waiting: the touch is
+  // committed with the writer's next group (the metric batch that carried it, usually).
   int64_t now = Now();
   bool persist = false;
   {
@@ -303,7 +299,7 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id) {
       persist = true;
     }
   }
-  if (persist) (void)store_->TouchWorker(worker_id, now);
+  if (persist) store_->TouchWorkerLater(worker_id, now);
 }
 
 void Dispatcher::OnDatasets(const std::string& worker_id, std::vector<std::string> datasets) {
@@ -361,73 +357,114 @@ void Dispatcher::OnRunStarted(const std::string& worker_id, const v1::RunStarted
 
 std::vector<v1::CoordinatorMessage> Dispatcher::OnMetrics(const std::string& worker_id,
                                                           const v1::MetricBatch& msg) {
+  MetricsPlan plan = PlanMetrics(worker_id, msg);
+  if (plan.done) return std::move(plan.replies);
+  absl::Status s = plan.status;
+  if (plan.append) {
+    s = store_
+            ->AppendMetrics(plan.run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(),
+                            plan.points, plan.resumed)
+            .status();
+  }
+  return MetricsStored(msg.attempt_id(), msg.seq(), s);
+}
+
+void Dispatcher::OnMetricsAsync(const std::string& worker_id, const v1::MetricBatch& msg,
+                                std::function<void(std::vector<v1::CoordinatorMessage>)> reply) {
+  MetricsPlan plan = PlanMetrics(worker_id, msg);
+  if (plan.done) return reply(std::move(plan.replies));
+  const int64_t attempt_id = msg.attempt_id();
+  const int64_t seq = msg.seq();
+  if (!plan.append) return reply(MetricsStored(attempt_id, seq, plan.status));
+  // Loaded now, on the caller's thread: the completion (on the writer thread) then finds the
+  // attempt's committed seqs in memory.
+  (void)CommittedPrefix(attempt_id);
+  auto done = [this, attempt_id, seq, reply](absl::StatusOr<bool> stored) {
+    reply(MetricsStored(attempt_id, seq, stored.status()));
+  };
+  if (!store_->AppendMetricsLater(plan.run_id, attempt_id, msg.fencing_token(), seq,
+                                  std::move(plan.points), plan.resumed, done)) {
+    reply(MetricsStored(attempt_id, seq, absl::FailedPreconditionError("the store is closing")));
+  }
+}
+
+Dispatcher::MetricsPlan Dispatcher::PlanMetrics(const std::string& worker_id,
+                                                const v1::MetricBatch& msg) {
   OnHeartbeat(worker_id);
+  MetricsPlan plan;
+  plan.done = true;
   const std::string what = "metric batch " + std::to_string(msg.seq());
   if (!HoldsAttempt(worker_id, msg.attempt_id(), msg.fencing_token())) {
-    return RefuseForeign(worker_id, msg.attempt_id(), what,
-                         AckOf(msg.attempt_id(), msg.seq(), false));
+    plan.replies =
+        RefuseForeign(worker_id, msg.attempt_id(), what, AckOf(msg.attempt_id(), msg.seq(), false));
+    return plan;
   }
   if (msg.points_size() > kMaxPointsPerBatch) {  // before the points are copied
-    return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), what,
-                       absl::InvalidArgumentError(
-                           "batch of " + std::to_string(msg.points_size()) +
-                           " points is over the limit of " + std::to_string(kMaxPointsPerBatch) +
-                           " per batch"),
-                       AckOf(msg.attempt_id(), msg.seq(), false));
+    plan.replies =
+        RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), what,
+                    absl::InvalidArgumentError("batch of " + std::to_string(msg.points_size()) +
+                                               " points is over the limit of " +
+                                               std::to_string(kMaxPointsPerBatch) + " per batch"),
+                    AckOf(msg.attempt_id(), msg.seq(), false));
+    return plan;
   }
-  std::vector<MetricPoint> points;
-  points.reserve(msg.points_size());
-  for (const v1::MetricPoint& p : msg.points()) points.push_back(FromProto(p));
+  plan.points.reserve(msg.points_size());
+  for (const v1::MetricPoint& p : msg.points()) plan.points.push_back(FromProto(p));
   // The run comes from memory for live attempts; the store is asked only for strays.
   std::optional<LiveAttempt> share = ShareOf(worker_id, msg.attempt_id());
   if (share && !share->node.authoritative()) {
     // Every node's trainer emits the same points, numbered by its own worker: only node 0's are
     // stored, or the seqs of two nodes would collide. Workers of other nodes send none.
-    return {AckOf(msg.attempt_id(), msg.seq(), false)};
+    plan.replies = {AckOf(msg.attempt_id(), msg.seq(), false)};
+    return plan;
   }
   std::optional<int64_t> run_id;
   if (share) run_id = share->run_id;
-  absl::Status s;
   if (!run_id) {
     absl::StatusOr<Attempt> a = store_->GetAttempt(msg.attempt_id());
-    s = a.status();
+    plan.status = a.status();
     if (a.ok()) run_id = a->run_id;
   }
-  if (run_id) {
-    const std::optional<int64_t> steps = ConfiguredSteps(worker_id, msg.attempt_id(), *run_id);
-    absl::Status bad = CheckSeq(msg.seq());
-    if (bad.ok()) bad = CheckMetricBatch(points, steps);
-    if (bad.ok() && msg.has_resumed_from_step()) {
-      bad = CheckResumedFrom(msg.resumed_from_step(), points, steps);
-    }
-    if (!bad.ok()) {
-      return RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), what, bad,
-                         AckOf(msg.attempt_id(), msg.seq(), false));
-    }
-    std::optional<int64_t> resumed;
-    if (msg.has_resumed_from_step()) resumed = msg.resumed_from_step();
-    s = store_->AppendMetrics(*run_id, msg.attempt_id(), msg.fencing_token(), msg.seq(), points,
-                              resumed)
-            .status();
+  plan.done = false;
+  if (!run_id) return plan;  // MetricsStored reports plan.status
+  const std::optional<int64_t> steps = ConfiguredSteps(worker_id, msg.attempt_id(), *run_id);
+  absl::Status bad = CheckSeq(msg.seq());
+  if (bad.ok()) bad = CheckMetricBatch(plan.points, steps);
+  if (bad.ok() && msg.has_resumed_from_step()) {
+    bad = CheckResumedFrom(msg.resumed_from_step(), plan.points, steps);
   }
+  if (!bad.ok()) {
+    plan.done = true;
+    plan.replies = RefuseInput(worker_id, msg.attempt_id(), msg.fencing_token(), what, bad,
+                               AckOf(msg.attempt_id(), msg.seq(), false));
+    return plan;
+  }
+  if (msg.has_resumed_from_step()) plan.resumed = msg.resumed_from_step();
+  plan.append = true;
+  plan.run_id = *run_id;
+  return plan;
+}
+
+std::vector<v1::CoordinatorMessage> Dispatcher::MetricsStored(int64_t attempt_id, int64_t seq,
+                                                              const absl::Status& s) {
   if (s.ok()) {
     feed_->Notify();
     // The ack contract: only the committed prefix, so a batch that failed before is never
     // acknowledged by a later one.
-    std::optional<int64_t> prefix = CommitBatch(msg.attempt_id(), msg.seq());
+    std::optional<int64_t> prefix = CommitBatch(attempt_id, seq);
     if (!prefix) return {};
-    if (*prefix < msg.seq()) {
-      std::cerr << "ablate-coordinator: metric batch " << msg.seq() << " of attempt "
-                << msg.attempt_id() << " committed; acknowledging up to " << *prefix
+    if (*prefix < seq) {
+      std::cerr << "ablate-coordinator: metric batch " << seq << " of attempt " << attempt_id
+                << " committed; acknowledging up to " << *prefix
                 << " (a batch before it is not committed yet)" << std::endl;
     }
-    return {AckOf(msg.attempt_id(), *prefix, false)};
+    return {AckOf(attempt_id, *prefix, false)};
   }
   if (RefusedForGood(s)) {
-    return {AckOf(msg.attempt_id(), msg.seq(), false),
-            CancelOf(msg.attempt_id(), options_.cancel_grace_ms, std::string(s.message()))};
+    return {AckOf(attempt_id, seq, false),
+            CancelOf(attempt_id, options_.cancel_grace_ms, std::string(s.message()))};
   }
-  std::cerr << "ablate-coordinator: metrics of attempt " << msg.attempt_id()
+  std::cerr << "ablate-coordinator: metrics of attempt " << attempt_id
             << " not committed (the worker will resend): " << s.message() << std::endl;
   return {};
 }

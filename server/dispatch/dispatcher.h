@@ -106,6 +106,11 @@ class Dispatcher {
   // the store failed (the worker resends).
   std::vector<v1::CoordinatorMessage> OnMetrics(const std::string& worker_id,
                                                 const v1::MetricBatch& msg);
+  // OnMetrics without waiting for the store (issue 28): `reply` gets what OnMetrics would have
+  // returned, on this thread for a batch refused before the store, else on the store's writer
+  // thread once the group commit holding the batch ended (keep it short: queue the messages).
+  void OnMetricsAsync(const std::string& worker_id, const v1::MetricBatch& msg,
+                      std::function<void(std::vector<v1::CoordinatorMessage>)> reply);
   // Ends the attempt, or for a gang only this node's share (the rules above). The reply is an
   // Ack with finished = true once handled; nothing when the store failed or when a batch up to
   // msg.last_batch_seq is not committed yet (the worker resends them, then this).
@@ -169,6 +174,23 @@ class Dispatcher {
   void ExpireLeases();
 
  private:
+  // What a metric batch needs before the store is written: `done` with the final `replies`
+  // (refused, or not node 0's), or the append to make (`append`), or neither (a stray whose
+  // attempt could not be read: `status`).
+  struct MetricsPlan {
+    bool done = false;
+    std::vector<v1::CoordinatorMessage> replies;
+    bool append = false;
+    absl::Status status;
+    int64_t run_id = 0;
+    std::vector<MetricPoint> points;
+    std::optional<int64_t> resumed;
+  };
+  MetricsPlan PlanMetrics(const std::string& worker_id, const v1::MetricBatch& msg);
+  // The reply once the store answered `s` for batch `seq` of the attempt.
+  std::vector<v1::CoordinatorMessage> MetricsStored(int64_t attempt_id, int64_t seq,
+                                                    const absl::Status& s);
+
   // One worker's share of a live attempt, in that worker's `attempts`. A gang attempt has one
   // share per node, each in its own worker's map under the same attempt id. A share (and its
   // GPUs) stays until its own node reports RunFinished or is lost, also after the attempt has

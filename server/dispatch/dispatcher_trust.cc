@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "server/core/utf8_text.h"
+#include "common/utf8_text.h"
 #include "server/dispatch/dispatcher.h"
 
 namespace ablate {

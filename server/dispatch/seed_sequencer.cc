@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "server/rpc/compare_queries.h"
+#include "server/compare/run_outcome.h"
 #include "server/stats/sequential_rule.h"
 
 namespace ablate {

@@ -11,8 +11,8 @@
 #include "server/http/json_reply.h"
 #include "server/http/metrics_json.h"
 #include "server/http/request_params.h"
-#include "server/rpc/compare_queries.h"
-#include "server/rpc/convert.h"
+#include "server/compare/compare_queries.h"
+#include "server/convert/convert.h"
 #include "server/store/absl_compat.h"
 
 namespace ablate {

@@ -10,12 +10,13 @@ namespace ablate {
 
 struct CurveCache::Entry {
   std::mutex mu;
-  int64_t attempt_id = 0;           // guarded by mu
-  bool terminal = false;            // guarded by mu; the run had finished when last read
-  std::vector<MetricPoint> points;  // guarded by mu; every stored point, step order
-  std::map<std::pair<int, unsigned>, std::string> json;  // guarded by mu; (max_points, series)
-  std::list<int64_t>::iterator lru;                      // guarded by the cache's mu_
-  size_t counted = 0;  // guarded by the cache's mu_: points in points_held_
+  int64_t attempt_id ABSL_GUARDED_BY(mu) = 0;
+  bool terminal ABSL_GUARDED_BY(mu) = false;  // the run had finished when last read
+  std::vector<MetricPoint> points ABSL_GUARDED_BY(mu);  // every stored point, step order
+  std::map<std::pair<int, unsigned>, std::string> json ABSL_GUARDED_BY(mu);  // (max_points, series)
+  // Guarded by the cache's mu_ (an annotation cannot name another object's mutex).
+  std::list<int64_t>::iterator lru;
+  size_t counted = 0;  // points in points_held_
 };
 
 namespace {

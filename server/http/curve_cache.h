@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "server/http/metrics_json.h"
 #include "server/store/store.h"
@@ -48,9 +49,9 @@ class CurveCache {
   const Store* const store_;
   const size_t max_points_held_;
   std::mutex mu_;
-  std::map<int64_t, std::shared_ptr<Entry>> entries_;  // guarded by mu_
-  std::list<int64_t> lru_;                             // guarded by mu_; front = newest
-  size_t points_held_ = 0;                             // guarded by mu_
+  std::map<int64_t, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  std::list<int64_t> lru_ ABSL_GUARDED_BY(mu_);  // front = newest
+  size_t points_held_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ablate

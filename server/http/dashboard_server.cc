@@ -58,12 +58,6 @@ struct ProcessSocketAccess {
 };
 template struct ProcessSocketAccess<&httplib::Server::process_and_close_socket>;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // The API needs the client token, except to ask whether it does and to log in.
 bool NeedsToken(const std::string& path) {
   return absl::StartsWith(path, "/api/") && path != "/api/auth" && path != "/api/login" &&
@@ -73,10 +67,10 @@ bool NeedsToken(const std::string& path) {
 void InstallChecks(httplib::Server& http, const DashboardOptions& options,
                    LoginThrottle* throttle) {
   const std::string token = options.client_token;
-  http.set_pre_routing_handler([token, throttle](const httplib::Request& req,
+  http.set_pre_routing_handler([token, throttle, clock = options.clock](const httplib::Request& req,
                                                  httplib::Response& res) {
     if (absl::StartsWith(req.path, "/api/")) {
-      res.set_header("X-Ablate-Now-Ms", std::to_string(NowMs()));
+      res.set_header("X-Ablate-Now-Ms", std::to_string(clock->WallMs()));
       res.set_header("Cache-Control", "no-store");
     }
     if (!NeedsToken(req.path)) return httplib::Server::HandlerResponse::Unhandled;
@@ -157,6 +151,11 @@ bool ThrottledGuess(const httplib::Request& req, httplib::Response& res, LoginTh
   return true;
 }
 
+LoginThrottleOptions WithClock(LoginThrottleOptions o, const Clock* clock) {
+  o.clock = clock;
+  return o;
+}
+
 void CountGuess(const httplib::Request& req, bool authorized, LoginThrottle& throttle) {
   if (!authorized &&
       CarriesToken(req.get_header_value("Authorization"), req.get_header_value("Cookie"))) {
@@ -172,7 +171,7 @@ DashboardServer::DashboardServer(DashboardOptions options, Store* store, ChangeF
           std::make_unique<ApiQueries>(store, feed, std::move(hooks), options_.curve_cache_points)),
       live_hub_(std::make_unique<LiveHub>(queries_.get(), feed, options_.live_min_interval)),
       http_(std::move(http)),
-      throttle_(options_.login_throttle) {}
+      throttle_(WithClock(options_.login_throttle, options_.clock)) {}
 
 absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(DashboardOptions options,
                                                                         Store* store,

@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "server/core/change_feed.h"
 #include "server/http/connection_gate.h"
 #include "server/http/login_throttle.h"
@@ -64,8 +65,12 @@ struct DashboardOptions {
   // Serve beyond loopback without a client token (--http-insecure). Without it, Start refuses a
   // non-loopback address when client_token is "".
   bool insecure = false;
-  // Slowing down of wrong tokens per client address (login form and Bearer headers).
+  // Slowing down of wrong tokens per client address (login form and Bearer headers). Its clock
+  // is replaced by `clock`.
   LoginThrottleOptions login_throttle;
+  // Not owned; outlives the server. WallMs: X-Ablate-Now-Ms and the live streams' "ready" now_ms;
+  // MonotonicMs: the login throttle.
+  const Clock* clock = &SystemClock::Get();
   // The front door: connections per client address, and the deadline for a request to arrive
   // whole before it gets a thread (connection_gate.h). `opaque` is set from the TLS files.
   ConnectionGateOptions gate;

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/http/json_reply.h"
-#include "server/rpc/convert.h"
+#include "server/convert/convert.h"
 
 namespace ablate {
 namespace {
@@ -262,9 +262,16 @@ absl::Status SharedScope::PollSweep(std::vector<Item>* out) {
   filter.sweep_id = sweep_id_;
   absl::StatusOr<std::vector<Run>> runs = store->ListRuns(filter);
   if (!runs.ok()) return runs.status();
+  const std::set<int64_t> changed = PollRuns(*runs, out);
+  if (absl::Status s = PollPoints(*runs, first, out); !s.ok()) return s;
+  absl::StatusOr<std::set<int64_t>> evented = PollEvents(first, out);
+  if (!evented.ok()) return evented.status();
+  return PollRunDetails(first, changed, *evented, out);
+}
 
+std::set<int64_t> SharedScope::PollRuns(const std::vector<Run>& runs, std::vector<Item>* out) {
   std::set<int64_t> changed;
-  for (const Run& run : *runs) {
+  for (const Run& run : runs) {
     v1::Run proto;
     ToProto(run, &proto);  // as ListRuns answers
     std::string json = ProtoJson(proto);
@@ -274,7 +281,11 @@ absl::Status SharedScope::PollSweep(std::vector<Item>* out) {
     changed.insert(run.id);
     out->emplace_back(Item::Kind::kRun, run.id, std::move(json));
   }
+  return changed;
+}
 
+absl::Status SharedScope::PollPoints(const std::vector<Run>& runs, bool first,
+                                     std::vector<Item>* out) {
   // New points of every run that can have some, in one read.
   struct Ask {
     int64_t run_id;
@@ -283,7 +294,7 @@ absl::Status SharedScope::PollSweep(std::vector<Item>* out) {
   };
   std::vector<Ask> asks;
   std::vector<Store::PointsAfter> after;
-  for (const Run& run : *runs) {
+  for (const Run& run : runs) {
     if (run.current_attempt_id == 0) continue;  // queued: nothing new can come
     auto [it, fresh] = point_cursors_.try_emplace(run.id);
     Cursor& cursor = it->second;
@@ -302,37 +313,43 @@ absl::Status SharedScope::PollSweep(std::vector<Item>* out) {
     asks.push_back({run.id, reset, IsTerminal(run.state)});
     after.push_back({run.id, cursor.last_step});
   }
-  if (!asks.empty()) {
-    absl::StatusOr<std::vector<std::vector<MetricPoint>>> points =
-        store->ListMetricPointsOfRuns(after, kMaxPointsPerPoll);
-    if (!points.ok()) return points.status();
-    for (size_t i = 0; i < asks.size(); ++i) {
-      std::vector<MetricPoint>& got = (*points)[i];
-      Cursor& cursor = point_cursors_[asks[i].run_id];
-      const bool capped = got.size() == static_cast<size_t>(kMaxPointsPerPoll);
-      backlog_ = backlog_ || capped;
-      if (asks[i].terminal && !capped) cursor.done = true;
-      if (got.empty() && !asks[i].reset) continue;
-      if (!got.empty()) cursor.last_step = got.back().step;
-      out->emplace_back(asks[i].run_id, cursor.attempt_id, asks[i].reset, std::move(got));
-    }
+  if (asks.empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::vector<MetricPoint>>> points =
+      hub_->queries_->store()->ListMetricPointsOfRuns(after, kMaxPointsPerPoll);
+  if (!points.ok()) return points.status();
+  for (size_t i = 0; i < asks.size(); ++i) {
+    std::vector<MetricPoint>& got = (*points)[i];
+    Cursor& cursor = point_cursors_[asks[i].run_id];
+    const bool capped = got.size() == static_cast<size_t>(kMaxPointsPerPoll);
+    backlog_ = backlog_ || capped;
+    if (asks[i].terminal && !capped) cursor.done = true;
+    if (got.empty() && !asks[i].reset) continue;
+    if (!got.empty()) cursor.last_step = got.back().step;
+    out->emplace_back(asks[i].run_id, cursor.attempt_id, asks[i].reset, std::move(got));
   }
+  return absl::OkStatus();
+}
 
-  absl::StatusOr<std::vector<Event>> events =
-      store->ListEvents(sweep_id_, 0, last_event_id_, first ? 0 : kMaxEventsPerPoll);
+absl::StatusOr<std::set<int64_t>> SharedScope::PollEvents(bool first, std::vector<Item>* out) {
+  absl::StatusOr<std::vector<Event>> events = hub_->queries_->store()->ListEvents(
+      sweep_id_, 0, last_event_id_, first ? 0 : kMaxEventsPerPoll);
   if (!events.ok()) return events.status();
   if (!events->empty()) last_event_id_ = events->back().id;
   std::set<int64_t> evented;
-  if (!first) {
-    if (events->size() == static_cast<size_t>(kMaxEventsPerPoll)) backlog_ = true;
-    for (const Event& event : *events) {
-      v1::Event proto;
-      ToProto(event, &proto);
-      evented.insert(event.run_id);
-      out->emplace_back(Item::Kind::kEvent, event.run_id, ProtoJson(proto));
-    }
+  if (first) return evented;
+  if (events->size() == static_cast<size_t>(kMaxEventsPerPoll)) backlog_ = true;
+  for (const Event& event : *events) {
+    v1::Event proto;
+    ToProto(event, &proto);
+    evented.insert(event.run_id);
+    out->emplace_back(Item::Kind::kEvent, event.run_id, ProtoJson(proto));
   }
+  return evented;
+}
 
+absl::Status SharedScope::PollRunDetails(bool first, const std::set<int64_t>& changed,
+                                         const std::set<int64_t>& evented,
+                                         std::vector<Item>* out) {
   // The GetRun-shaped message of each run that a run page follows, when it may have changed.
   const Clock::time_point now = Clock::now();
   for (const auto& [run_id, pages] : detail_pages_) {

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "server/core/change_feed.h"
 #include "server/http/api_queries.h"
@@ -79,7 +80,7 @@ class LiveHub {
   const std::chrono::milliseconds min_interval_;
   const std::chrono::milliseconds max_lag_;
   std::mutex mu_;
-  std::map<Key, std::weak_ptr<SharedScope>> scopes_;
+  std::map<Key, std::weak_ptr<SharedScope>> scopes_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> polls_{0};
 };
 
@@ -151,39 +152,55 @@ class SharedScope {
 
   // Polls the store when the interval has passed (and the feed moved), or the last poll left a
   // backlog.
-  absl::Status RefreshLocked();
-  absl::Status PollSweeps(std::vector<Item>* out);
-  absl::Status PollWorkers(std::vector<Item>* out);
-  absl::Status PollSweep(std::vector<Item>* out);
-  absl::Status PollSweepMessage(std::vector<Item>* out);
-  absl::Status PollRunDetail(int64_t run_id, std::vector<Item>* out);
+  absl::Status RefreshLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PollSweeps(std::vector<Item>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PollWorkers(std::vector<Item>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A sweep scope's poll: the sweep (when sweep pages follow it), then the four below.
+  absl::Status PollSweep(std::vector<Item>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs whose ListRuns shape changed; returns their ids.
+  std::set<int64_t> PollRuns(const std::vector<Run>& runs, std::vector<Item>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // New points of the runs' current attempts (the first poll only places the cursors).
+  absl::Status PollPoints(const std::vector<Run>& runs, bool first, std::vector<Item>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Events after the last one polled; returns the runs they name (none on the first poll).
+  absl::StatusOr<std::set<int64_t>> PollEvents(bool first, std::vector<Item>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // GetRun shapes for run pages: on the first poll, for changed or evented runs, or when stale.
+  absl::Status PollRunDetails(bool first, const std::set<int64_t>& changed,
+                              const std::set<int64_t>& evented, std::vector<Item>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PollSweepMessage(std::vector<Item>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PollRunDetail(int64_t run_id, std::vector<Item>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Wants(const View& view, const Item& item) const;
   SseMessage MessageOf(const View& view, Item& item) const;
-  void TrimLocked();
-  absl::StatusOr<std::vector<Event>> LatestEvents(const View& view) const;
+  void TrimLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<Event>> LatestEvents(const View& view) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   LiveHub* const hub_;
   const Kind kind_;
   const int64_t sweep_id_;
 
   mutable std::mutex mu_;
-  bool polled_ = false;
-  bool backlog_ = false;
-  Clock::time_point last_poll_;
-  uint64_t last_version_ = 0;
-  uint64_t generation_ = 0;  // the number of the newest generation
-  std::deque<Generation> log_;
-  std::multiset<uint64_t> cursors_;  // of the pages on the scope
-  int sweep_pages_ = 0;
+  bool polled_ ABSL_GUARDED_BY(mu_) = false;
+  bool backlog_ ABSL_GUARDED_BY(mu_) = false;
+  Clock::time_point last_poll_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // the number of the newest generation
+  std::deque<Generation> log_ ABSL_GUARDED_BY(mu_);
+  std::multiset<uint64_t> cursors_ ABSL_GUARDED_BY(mu_);  // of the pages on the scope
+  int sweep_pages_ ABSL_GUARDED_BY(mu_) = 0;
 
   // The scope's current state, for snapshots.
-  std::vector<std::pair<int64_t, std::string>> sweeps_;  // kSweeps: in list order
-  std::string workers_;                                  // kWorkers
-  std::string sweep_;                                    // kSweep: GetSweep shape, for sweep pages
-  std::map<int64_t, RunState> runs_;                     // kSweep, by run id
-  std::map<int64_t, Cursor> point_cursors_;              // kSweep, by run id
-  std::map<int64_t, int> detail_pages_;                  // kSweep: run pages by run id
-  int64_t last_event_id_ = 0;
+  std::vector<std::pair<int64_t, std::string>> sweeps_ ABSL_GUARDED_BY(mu_);  // kSweeps: in order
+  std::string workers_ ABSL_GUARDED_BY(mu_);  // kWorkers
+  std::string sweep_ ABSL_GUARDED_BY(mu_);    // kSweep: GetSweep shape, for sweep pages
+  std::map<int64_t, RunState> runs_ ABSL_GUARDED_BY(mu_);         // kSweep, by run id
+  std::map<int64_t, Cursor> point_cursors_ ABSL_GUARDED_BY(mu_);  // kSweep, by run id
+  std::map<int64_t, int> detail_pages_ ABSL_GUARDED_BY(mu_);      // kSweep: run pages by run id
+  int64_t last_event_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ablate

@@ -16,13 +16,15 @@
 namespace ablate {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // One open event stream. Counts itself in ctx.live_streams while it lives.
 class LiveSession {
  public:
   LiveSession(const RouteContext& ctx, LiveScope scope)
-      : ctx_(ctx), stream_(ctx.live_hub, std::move(scope)), version_(ctx.feed->version()) {
+      : ctx_(ctx),
+        stream_(ctx.live_hub, std::move(scope), ctx.options->clock),
+        version_(ctx.feed->version()) {
     ctx_.live_streams->fetch_add(1);
   }
   ~LiveSession() { ctx_.live_streams->fetch_sub(1); }
@@ -39,7 +41,7 @@ class LiveSession {
     if (!pending_.empty()) {
       if (!sink.write(pending_.data(), pending_.size())) return false;
       pending_.clear();
-      last_write_ = Clock::now();
+      last_write_ = SteadyClock::now();
     }
     if (!Stopping()) WaitForChange();
     if (Stopping()) {
@@ -52,7 +54,7 @@ class LiveSession {
       sink.done();
       return true;
     }
-    if (pending_.empty() && Clock::now() - last_write_ >= ctx_.options->live_keepalive) {
+    if (pending_.empty() && SteadyClock::now() - last_write_ >= ctx_.options->live_keepalive) {
       pending_ = ": keepalive\n\n";
     }
     return true;
@@ -63,7 +65,7 @@ class LiveSession {
 
   absl::Status PollInto() {
     absl::StatusOr<std::vector<SseMessage>> messages = stream_.Poll();
-    last_poll_ = Clock::now();
+    last_poll_ = SteadyClock::now();
     if (!messages.ok()) return messages.status();
     for (const SseMessage& m : *messages) pending_ += FormatSse(m);
     return absl::OkStatus();
@@ -77,8 +79,9 @@ class LiveSession {
     constexpr auto kStopCheck = std::chrono::milliseconds(250);
     if (!stream_.backlog()) version_ = ctx_.feed->WaitPast(version_, std::chrono::seconds(1));
     auto next = last_poll_ + ctx_.options->live_min_interval;
-    while (Clock::now() < next && !Stopping()) {
-      std::this_thread::sleep_for(std::min<Clock::duration>(next - Clock::now(), kStopCheck));
+    while (SteadyClock::now() < next && !Stopping()) {
+      std::this_thread::sleep_for(
+          std::min<SteadyClock::duration>(next - SteadyClock::now(), kStopCheck));
     }
   }
 
@@ -86,8 +89,8 @@ class LiveSession {
   LiveStream stream_;
   uint64_t version_;
   std::string pending_;
-  Clock::time_point last_write_ = Clock::now();
-  Clock::time_point last_poll_;
+  SteadyClock::time_point last_write_ = SteadyClock::now();
+  SteadyClock::time_point last_poll_;
 };
 
 void ServeLive(const RouteContext& ctx, LiveScope scope, httplib::Response& res) {

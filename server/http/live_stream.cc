@@ -1,23 +1,13 @@
 // One page's side of a shared live scope; see live_stream.h and live_hub.h.
 #include "server/http/live_stream.h"
 
-#include <chrono>
-
 #include "absl/strings/str_cat.h"
 
 namespace ablate {
-namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-LiveStream::LiveStream(LiveHub* hub, LiveScope scope)
+LiveStream::LiveStream(LiveHub* hub, LiveScope scope, const Clock* clock)
     : hub_(hub),
+      clock_(clock),
       scope_(std::move(scope)),
       view_{scope_.kind, scope_.kind == LiveScope::Kind::kRun ? scope_.id : 0, scope_.series} {}
 
@@ -35,7 +25,7 @@ absl::StatusOr<std::vector<SseMessage>> LiveStream::Poll() {
   absl::StatusOr<std::vector<SseMessage>> out = shared_->Join(view_, &cursor_);
   if (!out.ok()) return out.status();
   joined_ = true;
-  out->push_back({"ready", absl::StrCat("{\"now_ms\":", NowMs(), "}")});
+  out->push_back({"ready", absl::StrCat("{\"now_ms\":", clock_->WallMs(), "}")});
   return out;
 }
 

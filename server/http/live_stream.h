@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "server/http/live_hub.h"
 
 namespace ablate {
@@ -27,7 +28,8 @@ namespace ablate {
 // Not thread-safe: one per connection. `hub` must outlive it.
 class LiveStream {
  public:
-  LiveStream(LiveHub* hub, LiveScope scope);
+  // `clock` (not owned, outlives the stream) stamps the "ready" message with its WallMs.
+  LiveStream(LiveHub* hub, LiveScope scope, const Clock* clock = &SystemClock::Get());
   ~LiveStream();
   LiveStream(const LiveStream&) = delete;
   LiveStream& operator=(const LiveStream&) = delete;
@@ -44,6 +46,7 @@ class LiveStream {
 
  private:
   LiveHub* const hub_;
+  const Clock* const clock_;
   const LiveScope scope_;
   const SharedScope::View view_;
   std::shared_ptr<SharedScope> shared_;

@@ -2,25 +2,10 @@
 #include "server/http/login_throttle.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace ablate {
-namespace {
 
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-LoginThrottleOptions WithClock(LoginThrottleOptions o) {
-  if (!o.clock) o.clock = SteadyNowMs;
-  return o;
-}
-
-}  // namespace
-
-LoginThrottle::LoginThrottle(LoginThrottleOptions options) : options_(WithClock(std::move(options))) {}
+LoginThrottle::LoginThrottle(LoginThrottleOptions options) : options_(std::move(options)) {}
 
 int64_t LoginThrottle::WaitMs(const std::string& address) {
   const int64_t now = Now();

@@ -4,12 +4,12 @@
 #define ABLATE_SERVER_HTTP_LOGIN_THROTTLE_H_
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "common/clock.h"
 
 namespace ablate {
 
@@ -18,7 +18,7 @@ struct LoginThrottleOptions {
   int64_t first_wait_ms = 1000;   // after the first failure beyond those; doubles each time
   int64_t max_wait_ms = 60000;
   size_t max_addresses = 10000;   // tracked at once; the one idle longest is forgotten first
-  std::function<int64_t()> clock;  // ms; default the system's steady clock
+  const Clock* clock = &SystemClock::Get();  // its MonotonicMs; not owned, outlives the throttle
 };
 
 // Thread-safe. An address's count of failures in a row is cleared by a success, and forgotten
@@ -39,7 +39,7 @@ class LoginThrottle {
     int64_t last_ms = 0;    // of the last failure
     int64_t until_ms = 0;   // no tries before this
   };
-  int64_t Now() const { return options_.clock(); }
+  int64_t Now() const { return options_.clock->MonotonicMs(); }
   void ForgetIdle(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const LoginThrottleOptions options_;

@@ -1,7 +1,7 @@
 // sbatch command lines for pilots.
 #include "server/pools/pilot_job.h"
 
-#include "server/core/script_command.h"
+#include "common/script_command.h"
 
 namespace ablate {
 namespace {
@@ -32,6 +32,10 @@ std::string PilotPayload(const PoolConfig& pool, const std::string& coordinator_
   if (!w.data_dir.empty()) argv.insert(argv.end(), {"--data-dir", w.data_dir});
   if (!w.token_file.empty()) argv.insert(argv.end(), {"--token-file", w.token_file});
   argv.insert(argv.end(), w.args.begin(), w.args.end());
+  // The worker's own folders and files are mounted at their own path inside a container.
+  std::vector<std::string> launch = ContainerLaunchWords(
+      pool.container, pool.gpus_per_node > 0, {w.work_dir, w.data_dir, w.token_file});
+  argv.insert(argv.begin(), launch.begin(), launch.end());
   std::string line = "exec srun --kill-on-bad-exit=0";
   for (const std::string& a : argv) line += " " + ShellQuote(a);
   return line;

@@ -18,7 +18,8 @@ namespace ablate {
 // "ablate-<coordinator id>": every pilot of one coordinator carries it; squeue filters by it.
 std::string PilotJobName(std::string_view coordinator_id);
 
-// The worker's command line inside the allocation, shell-quoted, after `exec srun`.
+// The worker's command line inside the allocation, shell-quoted, after `exec srun`; with a
+// `container:` the runtime's words come first (pool_container.h).
 std::string PilotPayload(const PoolConfig& pool, const std::string& coordinator_address);
 
 // sbatch's arguments (argv[0] = "sbatch") for a pilot of tag.nodes nodes.

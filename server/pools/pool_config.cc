@@ -7,10 +7,11 @@
 #include <set>
 #include <span>
 
+#include "common/spec/checked_entries.h"
+#include "common/spec/spec_document.h"
+#include "common/spec/spec_prescan.h"
+#include "common/spec/yaml_values.h"
 #include "server/pools/slurm_output.h"
-#include "server/sweep/spec_document.h"
-#include "server/sweep/spec_prescan.h"
-#include "server/sweep/yaml_values.h"
 
 namespace ablate {
 namespace {
@@ -18,40 +19,12 @@ namespace {
 constexpr std::string_view kPoolKeys[] = {
     "name",      "kind",       "partition",  "account",       "qos",         "gpus_per_node",
     "gres",      "max_nodes",  "time_limit", "idle_exit",     "signal_before", "sbatch_args",
-    "worker"};
+    "worker",    "container"};
 constexpr std::string_view kWorkerKeys[] = {"binary",    "work_dir", "data_dir",
                                             "token_file", "cpu_slots", "args"};
+constexpr std::string_view kContainerKeys[] = {"runtime", "image", "mounts", "args"};
 
-using Entries = std::map<std::string, YAML::Node>;
-
-std::string JoinNames(std::span<const std::string_view> names) {
-  std::string out;
-  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
-  return out;
-}
-
-// The values of `map` by key; unknown keys (with the closest names) and repeats are errors.
-Entries CheckedEntries(const YAML::Node& map, std::string_view path,
-                       std::span<const std::string_view> allowed, SpecErrors* errors) {
-  Entries entries;
-  if (!map.IsMap()) {
-    errors->Add(map, path, "expected a map, got " + DescribeNode(map));
-    return entries;
-  }
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    YAML::Node key = it->first;
-    std::string name = key.IsScalar() ? key.Scalar() : DescribeNode(key);
-    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      std::vector<std::string> near = ClosestNames(name, allowed);
-      errors->Add(key, KeyPath(path, name),
-                  "unknown key '" + name + "'" +
-                      (near.empty() ? "; valid keys: " + JoinNames(allowed) : DidYouMean(near)));
-    } else if (!entries.emplace(name, it->second).second) {
-      errors->Add(key, KeyPath(path, name), "duplicate key '" + name + "'");
-    }
-  }
-  return entries;
-}
+using Entries = SpecEntries;
 
 // Reads one pool's keys, adding an error for each problem.
 class PoolReader {
@@ -62,18 +35,18 @@ class PoolReader {
   std::optional<std::string> Text(const char* key) {
     auto it = e_.find(key);
     if (it == e_.end()) return std::nullopt;
-    return ReadString(it->second, KeyPath(path_, key), errors_);
+    return ReadString(it->second.value, KeyPath(path_, key), errors_);
   }
   std::optional<std::string> Required(const char* key, const YAML::Node& where) {
     if (!e_.count(key)) errors_->Add(where, KeyPath(path_, key), "is required");
     std::optional<std::string> v = Text(key);
-    if (v && v->empty()) errors_->Add(e_.at(key), KeyPath(path_, key), "must not be empty");
+    if (v && v->empty()) errors_->Add(e_.at(key).value, KeyPath(path_, key), "must not be empty");
     return v;
   }
   void Int(const char* key, int64_t lo, int64_t hi, int* out) {
     auto it = e_.find(key);
     if (it == e_.end()) return;
-    if (auto v = ReadInt(it->second, KeyPath(path_, key), lo, hi, errors_)) *out = int(*v);
+    if (auto v = ReadInt(it->second.value, KeyPath(path_, key), lo, hi, errors_)) *out = int(*v);
   }
   // A duration read by `parse`; `*out` unchanged when absent or bad.
   template <typename Parse>
@@ -84,14 +57,14 @@ class PoolReader {
     if (v.ok() && *v > 0) {
       *out = *v;
     } else {
-      errors_->Add(e_.at(key), KeyPath(path_, key),
+      errors_->Add(e_.at(key).value, KeyPath(path_, key),
                    v.ok() ? "must be positive" : std::string(v.status().message()));
     }
   }
   void List(const char* key, std::vector<std::string>* out) {
     auto it = e_.find(key);
     if (it == e_.end()) return;
-    if (auto v = ReadStringList(it->second, KeyPath(path_, key), errors_)) *out = *v;
+    if (auto v = ReadStringList(it->second.value, KeyPath(path_, key), errors_)) *out = *v;
   }
 
  private:
@@ -107,7 +80,7 @@ void ReadWorker(const YAML::Node& node, const std::string& path, PoolWorkerConfi
   if (auto v = r.Text("binary")) w->binary = *v;
   w->work_dir = r.Required("work_dir", node).value_or("");
   if (!w->work_dir.empty() && w->work_dir[0] != '/') {
-    errors->Add(e.at("work_dir"), KeyPath(path, "work_dir"),
+    errors->Add(e.at("work_dir").value, KeyPath(path, "work_dir"),
                 "must be an absolute path (the same on every node)");
   }
   if (auto v = r.Text("data_dir")) w->data_dir = *v;
@@ -116,16 +89,44 @@ void ReadWorker(const YAML::Node& node, const std::string& path, PoolWorkerConfi
   r.List("args", &w->args);
 }
 
+void ReadContainer(const YAML::Node& node, const std::string& path, PoolContainerConfig* c,
+                   SpecErrors* errors) {
+  Entries e = CheckedEntries(node, path, kContainerKeys, errors);
+  if (!node.IsMap()) return;
+  PoolReader r(e, path, errors);
+  std::optional<std::string> runtime = r.Required("runtime", node);
+  c->runtime = ParseContainerRuntime(runtime.value_or(""));
+  if (runtime && !runtime->empty() && c->runtime == ContainerRuntime::kNone) {
+    errors->Add(e.at("runtime").value, KeyPath(path, "runtime"),
+                "unknown container runtime '" + *runtime + "'; use pyxis or apptainer");
+  }
+  c->image = r.Required("image", node).value_or("");
+  if (std::string problem = ContainerImageProblem(c->runtime, c->image);
+      c->runtime != ContainerRuntime::kNone && !c->image.empty() && !problem.empty()) {
+    errors->Add(e.at("image").value, KeyPath(path, "image"), problem);
+  }
+  r.List("mounts", &c->mounts);
+  for (size_t i = 0; i < c->mounts.size(); ++i) {
+    if (std::string problem = ContainerMountProblem(c->mounts[i]); !problem.empty()) {
+      errors->Add(e.at("mounts").value[i], IndexPath(KeyPath(path, "mounts"), i), problem);
+    }
+  }
+  r.List("args", &c->args);
+}
+
 PoolConfig ReadPool(const YAML::Node& node, const std::string& path, SpecErrors* errors) {
   PoolConfig p;
   Entries e = CheckedEntries(node, path, kPoolKeys, errors);
   if (!node.IsMap()) return p;
   PoolReader r(e, path, errors);
-  if (!e.count("name")) errors->Add(node, KeyPath(path, "name"), "is required");
-  else p.name = ReadName(e.at("name"), KeyPath(path, "name"), "pool name", errors).value_or("");
+  if (!e.count("name")) {
+    errors->Add(node, KeyPath(path, "name"), "is required");
+  } else {
+    p.name = ReadName(e.at("name").value, KeyPath(path, "name"), "pool name", errors).value_or("");
+  }
   std::string kind = r.Required("kind", node).value_or("slurm");
   if (kind != "slurm") {
-    errors->Add(e.at("kind"), KeyPath(path, "kind"),
+    errors->Add(e.at("kind").value, KeyPath(path, "kind"),
                 "unknown pool kind '" + kind + "'; the only kind is 'slurm'");
   }
   p.partition = r.Required("partition", node).value_or("");
@@ -137,13 +138,16 @@ PoolConfig ReadPool(const YAML::Node& node, const std::string& path, SpecErrors*
   r.Int("max_nodes", 1, 100000, &p.max_nodes);
   r.Duration("time_limit", [](std::string_view t) { return ParseSlurmTimeSeconds(t); },
              &p.time_limit_s);
-  r.Duration("idle_exit", ParseDurationMs, &p.idle_exit_ms);
+  r.Duration("idle_exit", DurationMsOrError, &p.idle_exit_ms);
   int64_t signal_before_ms = p.signal_before_s * 1000;
-  r.Duration("signal_before", ParseDurationMs, &signal_before_ms);
+  r.Duration("signal_before", DurationMsOrError, &signal_before_ms);
   p.signal_before_s = std::max<int64_t>(1, signal_before_ms / 1000);
   r.List("sbatch_args", &p.sbatch_args);
   if (!e.count("worker")) errors->Add(node, KeyPath(path, "worker"), "is required");
-  else ReadWorker(e.at("worker"), KeyPath(path, "worker"), &p.worker, errors);
+  else ReadWorker(e.at("worker").value, KeyPath(path, "worker"), &p.worker, errors);
+  if (e.count("container")) {
+    ReadContainer(e.at("container").value, KeyPath(path, "container"), &p.container, errors);
+  }
   return p;
 }
 
@@ -160,7 +164,7 @@ absl::StatusOr<std::vector<PoolConfig>> ParsePoolsConfig(std::string_view yaml_t
   std::vector<PoolConfig> pools;
   if (root->IsMap() && !top.count("pools")) errors.Add(*root, "pools", "is required");
   if (auto it = top.find("pools"); it != top.end()) {
-    const YAML::Node& list = it->second;
+    const YAML::Node& list = it->second.value;
     if (!list.IsSequence() || list.size() == 0) {
       errors.Add(list, "pools", "expected a list of at least one pool, got " + DescribeNode(list));
     } else {

@@ -12,12 +12,15 @@
 //       gres: gpu:8               # asked per node; default gpu:<gpus_per_node> (none for 0)
 //       max_nodes: 4              # never hold more nodes than this, pending ones included
 //       time_limit: 2:00:00       # Slurm's time format; default: the partition's
-//       idle_exit: 5m             # a pilot with no work for this long exits (ms, s, m, h)
+//       idle_exit: 5m             # a pilot with no work for this long exits
+//                                 # (common/spec/duration.h: 500ms, 30s, 5m, 2h)
 //       signal_before: 2m         # USR1 (drain) this long before the time limit
 //       sbatch_args: []           # passed through to sbatch
 //       worker: {binary: /opt/ablate/bin/ablate-worker, work_dir: /scratch/ablate,
 //                data_dir: /data/datasets, token_file: /etc/ablate/worker.token,
 //                cpu_slots: 1, args: []}
+//       container: {runtime: pyxis, image: /shared/ablate.sqsh, mounts: [], args: []}
+//                                 # optional: the worker runs in this image (pool_container.h)
 //
 // Core logic: no I/O, no gRPC, no SQLite.
 #ifndef ABLATE_SERVER_POOLS_POOL_CONFIG_H_
@@ -29,7 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/sweep/duration.h"  // ParseDurationMs (idle_exit, signal_before)
+#include "server/pools/pool_container.h"
 
 namespace ablate {
 
@@ -56,6 +59,7 @@ struct PoolConfig {
   int64_t signal_before_s = 120;
   std::vector<std::string> sbatch_args;
   PoolWorkerConfig worker;
+  PoolContainerConfig container;  // runtime kNone: no container
 };
 
 // Parses a pools file. INVALID_ARGUMENT listing every problem, one per line as

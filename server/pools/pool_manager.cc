@@ -6,16 +6,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/clock.h"
 #include "server/pools/pilot_job.h"
 
 namespace ablate {
 namespace {
-
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -60,10 +55,15 @@ PoolManager::PoolManager(std::vector<PoolConfig> pools, CommandRunner* slurm, St
 PoolManager::~PoolManager() { Stop(); }
 
 void PoolManager::Start() {
-  for (const auto& [name, p] : pools_) {
+  std::vector<std::string> work_dirs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, p] : pools_) work_dirs.push_back(p.config.worker.work_dir);
+  }
+  for (const std::string& dir : work_dirs) {
     // Where sbatch writes the pilots' output; on a cluster usually a shared file system.
     std::error_code ec;
-    std::filesystem::create_directories(p.config.worker.work_dir, ec);
+    std::filesystem::create_directories(dir, ec);
   }
   loop_ = std::thread([this] { Loop(); });
 }
@@ -115,84 +115,97 @@ int64_t PoolManager::slurm_calls() const {
 }
 
 void PoolManager::PollOnce() {
-  const int64_t seen_ms = options_.clock ? options_.clock() : SystemNowMs();
-  CommandOutput q = Slurm(SqueueArgs(PilotJobName(options_.coordinator_id)));
-  absl::StatusOr<std::vector<SlurmJob>> jobs =
-      q.exit_code == 0 ? ParseSqueue(q.out)
-                       : absl::StatusOr<std::vector<SlurmJob>>(
-                             absl::UnavailableError(Failure("squeue", q)));
-  if (!jobs.ok()) {
-    // Nothing is fenced on a failed poll: an unreachable controller says nothing about the jobs.
-    std::lock_guard<std::mutex> lock(mu_);
-    if (error_ != jobs.status().message()) Log(std::string(jobs.status().message()));
-    error_ = std::string(jobs.status().message());
-    return;
+  const int64_t seen_ms = options_.clock ? options_.clock() : SystemClock::Get().WallMs();
+  std::optional<Pilots> pilots = ReadPilots();
+  if (!pilots) return;  // squeue failed (logged): nothing is fenced
+  for (const auto& [name, config] : pilots->configs) {
+    Fence(name, pilots->by_pool[name], seen_ms);
   }
-  std::map<std::string, std::vector<SlurmJob>> by_pool;
-  std::map<int64_t, PilotTag> tags;
-  std::set<int64_t> current, gone;
-  std::map<std::string, PoolConfig> configs;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, p] : pools_) configs[name] = p.config;
-    for (const SlurmJob& j : *jobs) {
-      std::optional<PilotTag> tag = ParsePilotTag(j.comment);
-      if (!tag || tag->coordinator != options_.coordinator_id || !pools_.count(tag->pool)) continue;
-      by_pool[tag->pool].push_back(j);
-      tags[j.id] = *tag;
-      current.insert(j.id);
-    }
-    for (int64_t id : known_jobs_) {
-      if (!current.count(id)) gone.insert(id);
-    }
-    known_jobs_ = current;
-  }
-  for (const auto& [name, config] : configs) Fence(name, by_pool[name], seen_ms);
-  LogFinalStates(gone);
-
-  std::map<std::string, std::vector<int>> runs;
-  std::map<int64_t, std::string> queued_pool;
-  std::map<std::string, int64_t> sweep_hint;
+  LogFinalStates(pilots->gone);
   std::string error;
-  if (absl::Status s = Demand(&runs, &queued_pool); !s.ok()) {
-    error = "reading the queue: " + std::string(s.message());
-  }
-  for (const auto& [run_id, pool] : queued_pool) {
-    // The oldest sweep with queued runs names the pilots it asks for (their comment).
-    absl::StatusOr<Run> r = store_->GetRun(run_id);
-    if (r.ok() && !sweep_hint.count(pool)) sweep_hint[pool] = r->sweep_id;
-  }
+  std::map<int64_t, std::string> queued_pool;
   std::vector<int64_t> cancel;
-  std::map<std::string, PoolState> next;
-  for (const auto& [name, config] : configs) {
-    PoolState& st = next[name];
-    st.config = config;
-    std::map<int64_t, int> busy = dispatcher_->RunsByAllocation(name);
-    for (const SlurmJob& j : by_pool[name]) st.pilots.push_back({j, tags[j.id], busy[j.id]});
-    ScalerDecision d = ScalePool({config.gpus_per_node, config.worker.cpu_slots, config.max_nodes},
-                                 runs[name], HeldAllocations(by_pool[name]));
-    st.wanted = d.wanted;
-    st.unplaceable = d.unplaceable;
-    st.waiting = PendingReason(name, st.pilots);
-    if (std::string e = Apply(st, d, sweep_hint[name], &cancel); !e.empty()) error = e;
-  }
-  if (!cancel.empty()) {
-    std::vector<std::string> argv = {"scancel"};
-    std::string ids;
-    for (int64_t id : cancel) {
-      argv.push_back(std::to_string(id));
-      ids += " " + std::to_string(id);
-    }
-    CommandOutput c = Slurm(argv);
-    if (c.exit_code != 0) error = Failure("scancel", c);
-    Log("cancelled pending pilot(s) no run needs any more:" + ids);
-  }
+  std::map<std::string, PoolState> next = Scale(*pilots, &queued_pool, &cancel, &error);
+  if (!cancel.empty()) CancelPilots(cancel, &error);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [name, st] : next) pools_[name] = std::move(st);
   queued_pool_ = std::move(queued_pool);
   polled_ms_ = seen_ms;
   if (!error.empty() && error != error_) Log(error);
   error_ = error;
+}
+
+std::optional<PoolManager::Pilots> PoolManager::ReadPilots() {
+  CommandOutput q = Slurm(SqueueArgs(PilotJobName(options_.coordinator_id)));
+  absl::StatusOr<std::vector<SlurmJob>> jobs =
+      q.exit_code == 0 ? ParseSqueue(q.out)
+                       : absl::StatusOr<std::vector<SlurmJob>>(
+                             absl::UnavailableError(Failure("squeue", q)));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!jobs.ok()) {
+    // Nothing is fenced on a failed poll: an unreachable controller says nothing about the jobs.
+    if (error_ != jobs.status().message()) Log(std::string(jobs.status().message()));
+    error_ = std::string(jobs.status().message());
+    return std::nullopt;
+  }
+  Pilots p;
+  std::set<int64_t> current;
+  for (const auto& [name, pool] : pools_) p.configs[name] = pool.config;
+  for (const SlurmJob& j : *jobs) {
+    std::optional<PilotTag> tag = ParsePilotTag(j.comment);
+    if (!tag || tag->coordinator != options_.coordinator_id || !pools_.count(tag->pool)) continue;
+    p.by_pool[tag->pool].push_back(j);
+    p.tags[j.id] = *tag;
+    current.insert(j.id);
+  }
+  for (int64_t id : known_jobs_) {
+    if (!current.count(id)) p.gone.insert(id);
+  }
+  known_jobs_ = current;
+  return p;
+}
+
+std::map<std::string, PoolManager::PoolState> PoolManager::Scale(
+    Pilots& pilots, std::map<int64_t, std::string>* queued_pool, std::vector<int64_t>* cancel,
+    std::string* error) {
+  std::map<std::string, std::vector<int>> runs;
+  if (absl::Status s = Demand(&runs, queued_pool); !s.ok()) {
+    *error = "reading the queue: " + std::string(s.message());
+  }
+  std::map<std::string, int64_t> sweep_hint;
+  for (const auto& [run_id, pool] : *queued_pool) {
+    // The oldest sweep with queued runs names the pilots it asks for (their comment).
+    absl::StatusOr<Run> r = store_->GetRun(run_id);
+    if (r.ok() && !sweep_hint.count(pool)) sweep_hint[pool] = r->sweep_id;
+  }
+  std::map<std::string, PoolState> next;
+  for (const auto& [name, config] : pilots.configs) {
+    PoolState& st = next[name];
+    st.config = config;
+    std::map<int64_t, int> busy = dispatcher_->RunsByAllocation(name);
+    for (const SlurmJob& j : pilots.by_pool[name]) {
+      st.pilots.push_back({j, pilots.tags[j.id], busy[j.id]});
+    }
+    ScalerDecision d = ScalePool({config.gpus_per_node, config.worker.cpu_slots, config.max_nodes},
+                                 runs[name], HeldAllocations(pilots.by_pool[name]));
+    st.wanted = d.wanted;
+    st.unplaceable = d.unplaceable;
+    st.waiting = PendingReason(name, st.pilots);
+    if (std::string e = Apply(st, d, sweep_hint[name], cancel); !e.empty()) *error = e;
+  }
+  return next;
+}
+
+void PoolManager::CancelPilots(const std::vector<int64_t>& cancel, std::string* error) {
+  std::vector<std::string> argv = {"scancel"};
+  std::string ids;
+  for (int64_t id : cancel) {
+    argv.push_back(std::to_string(id));
+    ids += " " + std::to_string(id);
+  }
+  CommandOutput c = Slurm(argv);
+  if (c.exit_code != 0) *error = Failure("scancel", c);
+  Log("cancelled pending pilot(s) no run needs any more:" + ids);
 }
 
 void PoolManager::Fence(const std::string& pool, const std::vector<SlurmJob>& jobs,

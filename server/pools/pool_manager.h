@@ -15,11 +15,13 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/pools/command_runner.h"
@@ -92,8 +94,24 @@ class PoolManager {
     std::string waiting;  // why its queued runs wait, "" when nothing pending
     std::vector<int> unplaceable;
   };
+  // This coordinator's pilot jobs as squeue lists them, by pool, and the pools' configs.
+  struct Pilots {
+    std::map<std::string, PoolConfig> configs;
+    std::map<std::string, std::vector<SlurmJob>> by_pool;
+    std::map<int64_t, PilotTag> tags;  // by job id
+    std::set<int64_t> gone;            // jobs the last poll saw that squeue no longer lists
+  };
   void Loop();
   CommandOutput Slurm(const std::vector<std::string>& argv);
+  // squeue; nullopt when it failed (the error is logged and kept).
+  std::optional<Pilots> ReadPilots();
+  // The scaler's decision per pool, applied (sbatch); pending pilots to cancel go to `cancel`,
+  // and the last failure to `error`. Fills `queued_pool` (run -> pool) from the queue.
+  std::map<std::string, PoolState> Scale(Pilots& pilots,
+                                         std::map<int64_t, std::string>* queued_pool,
+                                         std::vector<int64_t>* cancel, std::string* error);
+  // scancel of pending pilots no run needs; a failure goes to `error`.
+  void CancelPilots(const std::vector<int64_t>& cancel, std::string* error);
   // Runs of each pool that want to run now (gpus_per_run each), and their queued run ids.
   absl::Status Demand(std::map<std::string, std::vector<int>>* runs,
                       std::map<int64_t, std::string>* queued_pool);
@@ -109,15 +127,15 @@ class PoolManager {
   Dispatcher* const dispatcher_;
 
   mutable std::mutex mu_;
-  std::map<std::string, PoolState> pools_;                // guarded by mu_
-  std::map<int64_t, std::string> queued_pool_;            // run -> pool; guarded by mu_
-  std::set<int64_t> known_jobs_;                          // guarded by mu_
-  std::string error_;                                     // guarded by mu_
-  int64_t polled_ms_ = 0;                                 // guarded by mu_
-  int64_t calls_ = 0;                                     // guarded by mu_
-  bool accounting_ = true;                                // guarded by mu_
-  bool stop_ = false;                                     // guarded by mu_
-  bool kicked_ = false;                                   // guarded by mu_
+  std::map<std::string, PoolState> pools_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::string> queued_pool_ ABSL_GUARDED_BY(mu_);  // run -> pool
+  std::set<int64_t> known_jobs_ ABSL_GUARDED_BY(mu_);
+  std::string error_ ABSL_GUARDED_BY(mu_);
+  int64_t polled_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t calls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool accounting_ ABSL_GUARDED_BY(mu_) = true;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool kicked_ ABSL_GUARDED_BY(mu_) = false;
   std::condition_variable cv_;
   std::thread loop_;
 };

@@ -1,7 +1,8 @@
 // What Slurm's commands print, parsed: squeue's job table (in the format the coordinator asks
 // for), sacct's final states, sbatch --parsable's job id, Slurm's time formats, and the comment
 // that marks a pilot as this coordinator's. Core logic: text in, values out; the commands are
-// run elsewhere (slurm_commands.h). Unit-tested with outputs recorded from Slurm 22.05.
+// run by command_runner.h (ProcessRunner) for pool_manager.h. Unit-tested with outputs recorded
+// from Slurm 22.05.
 #ifndef ABLATE_SERVER_POOLS_SLURM_OUTPUT_H_
 #define ABLATE_SERVER_POOLS_SLURM_OUTPUT_H_
 

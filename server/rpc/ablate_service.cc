@@ -7,8 +7,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/core/message_limits.h"
-#include "server/rpc/convert.h"
+#include "common/clock.h"
+#include "common/message_limits.h"
+#include "server/convert/convert.h"
+#include "server/rpc/grpc_status.h"
 #include "server/sweep/sweep_spec.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
@@ -390,9 +392,7 @@ grpc::Status AblateServiceImpl::ListWorkers(grpc::ServerContext* ctx, const v1::
   if (hooks_.runs_by_worker) runs = hooks_.runs_by_worker();
   std::map<std::string, WorkerAllocation> allocations;
   if (hooks_.worker_allocations) allocations = hooks_.worker_allocations();
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = SystemClock::Get().WallMs();
   for (const Worker& w : *workers) {
     v1::Worker* out = resp->add_workers();
     ToProto(w, out);

@@ -49,7 +49,7 @@ class AblateServiceImpl final : public v1::AblateService::Service {
   grpc::Status SubmitSweep(grpc::ServerContext* ctx, const v1::SubmitSweepRequest* req,
                            v1::SubmitSweepResponse* resp) override;
   // The client token is checked before any chunk is read; RESOURCE_EXHAUSTED past
-  // kMaxUploadBytes (server/core/message_limits.h), then as SubmitSweep.
+  // kMaxUploadBytes (common/message_limits.h), then as SubmitSweep.
   grpc::Status UploadSweep(grpc::ServerContext* ctx,
                            grpc::ServerReader<v1::SubmitSweepChunk>* reader,
                            v1::SubmitSweepResponse* resp) override;
@@ -73,9 +73,10 @@ class AblateServiceImpl final : public v1::AblateService::Service {
                            v1::ListWorkersResponse* resp) override;
   grpc::Status ListPresets(grpc::ServerContext* ctx, const v1::ListPresetsRequest* req,
                            v1::ListPresetsResponse* resp) override;
-  // Defined in ablate_service_compare.cc (views built by compare_queries.h).
   grpc::Status ListPools(grpc::ServerContext* ctx, const v1::ListPoolsRequest* req,
                          v1::ListPoolsResponse* resp) override;  // ablate_service_pools.cc
+  // Defined in ablate_service_compare.cc: thin handlers over the views of server/compare/
+  // (compare_queries.h, plan_queries.h).
   grpc::Status CompareSweep(grpc::ServerContext* ctx, const v1::CompareSweepRequest* req,
                             v1::CompareSweepResponse* resp) override;
   grpc::Status ListRecords(grpc::ServerContext* ctx, const v1::ListRecordsRequest* req,

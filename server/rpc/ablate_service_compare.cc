@@ -1,9 +1,10 @@
-// Client service handlers for comparison, records and export: token check, then the views of
-// compare_queries.h (shared with the dashboard), then the status mapped to gRPC's.
+// Client service handlers for comparison, records, plan and export: token check, then the views of
+// server/compare/ (shared with the dashboard), then the status mapped to gRPC's.
 #include "server/rpc/ablate_service.h"
-#include "server/rpc/compare_queries.h"
-#include "server/rpc/convert.h"
-#include "server/rpc/plan_queries.h"
+
+#include "server/compare/compare_queries.h"
+#include "server/compare/plan_queries.h"
+#include "server/rpc/grpc_status.h"
 
 namespace ablate {
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ablate/v1/types.pb.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "server/store/store.h"
 
@@ -51,8 +52,8 @@ class SweepWatchCache {
     SweepWatchCache* const cache_;
     const int64_t sweep_id_;
     std::mutex mu_;
-    std::chrono::steady_clock::time_point polled_;
-    std::shared_ptr<const Snapshot> latest_;
+    std::chrono::steady_clock::time_point polled_ ABSL_GUARDED_BY(mu_);
+    std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
   };
 
   using FillSweep = std::function<absl::Status(int64_t sweep_id, v1::Sweep* out)>;
@@ -70,8 +71,8 @@ class SweepWatchCache {
   const FillSweep fill_sweep_;
   const std::chrono::milliseconds min_interval_;
   mutable std::mutex mu_;
-  std::map<int64_t, std::weak_ptr<Entry>> entries_;
-  uint64_t polls_ = 0;
+  std::map<int64_t, std::weak_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  uint64_t polls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ablate

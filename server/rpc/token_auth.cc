@@ -13,7 +13,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-grpc::Status TokenAuth::Check(const grpc::ServerContext& ctx, const std::string& expected,
+grpc::Status TokenAuth::Check(const grpc::ServerContextBase& ctx, const std::string& expected,
                               const char* who) {
   if (expected.empty()) return grpc::Status::OK;
   const auto& md = ctx.client_metadata();
@@ -31,11 +31,11 @@ grpc::Status TokenAuth::Check(const grpc::ServerContext& ctx, const std::string&
   return grpc::Status::OK;
 }
 
-grpc::Status TokenAuth::CheckClient(const grpc::ServerContext& ctx) const {
+grpc::Status TokenAuth::CheckClient(const grpc::ServerContextBase& ctx) const {
   return Check(ctx, client_token_, "client");
 }
 
-grpc::Status TokenAuth::CheckWorker(const grpc::ServerContext& ctx) const {
+grpc::Status TokenAuth::CheckWorker(const grpc::ServerContextBase& ctx) const {
   return Check(ctx, worker_token_, "worker");
 }
 

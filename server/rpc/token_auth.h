@@ -16,11 +16,11 @@ class TokenAuth {
       : client_token_(std::move(client_token)), worker_token_(std::move(worker_token)) {}
 
   // OK, or UNAUTHENTICATED with a message that says which token is missing or wrong.
-  grpc::Status CheckClient(const grpc::ServerContext& ctx) const;
-  grpc::Status CheckWorker(const grpc::ServerContext& ctx) const;
+  grpc::Status CheckClient(const grpc::ServerContextBase& ctx) const;
+  grpc::Status CheckWorker(const grpc::ServerContextBase& ctx) const;
 
  private:
-  static grpc::Status Check(const grpc::ServerContext& ctx, const std::string& expected,
+  static grpc::Status Check(const grpc::ServerContextBase& ctx, const std::string& expected,
                             const char* who);
   const std::string client_token_;
   const std::string worker_token_;

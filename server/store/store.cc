@@ -15,9 +15,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/clock.h"
 #include "server/store/absl_compat.h"
 #include "server/store/connection.h"
 #include "server/store/connection_pool.h"
+#include "server/store/fence_cache.h"
 #include "server/store/migrations.h"
 #include "server/store/row_codec.h"
 #include "server/store/status_macros.h"
@@ -150,12 +152,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(std::string path, StoreOption
   }
   STORE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer_connection,
                          Connection::Open(filename, base));
-  TimestampMs now = options.clock ? options.clock() : 0;
-  if (!options.clock) {
-    now = std::chrono::duration_cast<std::chrono::milliseconds>(
-              std::chrono::system_clock::now().time_since_epoch())
-              .count();
-  }
+  const TimestampMs now = options.clock ? options.clock() : SystemClock::Get().WallMs();
   STORE_ASSIGN_OR_RETURN(
       int version,
       ApplyMigrations(*writer_connection, KnownMigrations(options.max_migrations), path, now));
@@ -170,26 +167,28 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(std::string path, StoreOption
     // Fail at Open rather than at the first read when readers cannot connect.
     STORE_ASSIGN_OR_RETURN(ConnectionPool::Lease probe, readers->Acquire());
   }
-  auto writer = std::make_unique<Writer>(std::move(writer_connection), options.max_batch);
+  auto fences = std::make_shared<FenceCache>();
+  auto writer = std::make_unique<Writer>(std::move(writer_connection), options.max_batch,
+                                         [fences] { fences->Clear(); });
   return std::unique_ptr<Store>(new Store(std::move(path), std::move(options), version,
-                                          std::move(readers), std::move(writer)));
+                                          std::move(readers), std::move(fences),
+                                          std::move(writer)));
 }
 
 Store::Store(std::string path, StoreOptions options, int schema_version,
-             std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer)
+             std::unique_ptr<ConnectionPool> readers, std::shared_ptr<FenceCache> fences,
+             std::unique_ptr<Writer> writer)
     : path_(std::move(path)),
       options_(std::move(options)),
       schema_version_(schema_version),
       readers_(std::move(readers)),
+      fences_(std::move(fences)),
       writer_(std::move(writer)) {}
 
 Store::~Store() = default;
 
 TimestampMs Store::Now() const {
-  if (options_.clock) return options_.clock();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return options_.clock ? options_.clock() : SystemClock::Get().WallMs();
 }
 
 absl::Status Store::ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) const {
@@ -202,8 +201,12 @@ absl::Status Store::ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) cons
   return status.ok() ? end : status;
 }
 
-absl::Status Store::WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn) {
-  absl::Status s = writer_->Write([&fn](Connection& c) { return fn(c); });
+absl::Status Store::WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn, Fences fences) {
+  absl::Status s = writer_->Write([&fn, fences, this](Connection& c) {
+    // Before the job touches anything: a check cached earlier may be about to change.
+    if (fences == Fences::kForget) fences_->Clear();
+    return fn(c);
+  });
   if (s.code() != absl::StatusCode::kResourceExhausted ||
       !absl::StrContains(s.message(), "disk is full")) {
     return s;

@@ -17,13 +17,14 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 #include "server/core/model.h"
 
 namespace ablate {
 
 class Connection;
 class ConnectionPool;
+class FenceCache;
 class Writer;
 
 struct StoreOptions {
@@ -188,6 +189,14 @@ class Store {
   absl::StatusOr<bool> AppendMetrics(int64_t run_id, int64_t attempt_id, int64_t fencing_token,
                                      int64_t seq, const std::vector<MetricPoint>& points,
                                      std::optional<int64_t> resumed_from_step = std::nullopt);
+  // AppendMetrics without waiting (issue 28): queued into the writer's next group commit; `done`
+  // gets what AppendMetrics would have returned, on the writer thread once that transaction
+  // ended (keep it short: queue the reply, do not call the store). `done` is not called, and
+  // false is returned, when the store is closing.
+  using AppendDone = std::function<void(absl::StatusOr<bool>)>;
+  bool AppendMetricsLater(int64_t run_id, int64_t attempt_id, int64_t fencing_token, int64_t seq,
+                          std::vector<MetricPoint> points, std::optional<int64_t> resumed_from_step,
+                          AppendDone done);
   // The seqs of the attempt's committed batches, ascending (the coordinator's ack contract:
   // Ack(seq) only for a committed prefix, DESIGN §4).
   absl::StatusOr<std::vector<int64_t>> CommittedBatchSeqs(int64_t attempt_id) const;
@@ -231,6 +240,10 @@ class Store {
   absl::Status SetWorkerConnected(const std::string& worker_id, bool connected);
   // Records a heartbeat at `now_ms`.
   absl::Status TouchWorker(const std::string& worker_id, TimestampMs now_ms);
+  // The same without waiting: queued into the writer's next group commit (with the metric
+  // batches waiting then), its outcome not reported. A later write from the same thread commits
+  // with it or after it; a read right after it may not see it yet.
+  void TouchWorkerLater(const std::string& worker_id, TimestampMs now_ms);
   absl::StatusOr<Worker> GetWorker(const std::string& worker_id) const;
   // By id.
   absl::StatusOr<std::vector<Worker>> ListWorkers() const;
@@ -266,14 +279,19 @@ class Store {
 
  private:
   Store(std::string path, StoreOptions options, int schema_version,
-        std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer);
+        std::unique_ptr<ConnectionPool> readers, std::shared_ptr<FenceCache> fences,
+        std::unique_ptr<Writer> writer);
 
   TimestampMs Now() const;
   // Runs `fn` in a read transaction on a pooled reader connection.
   absl::Status ReadTx(absl::FunctionRef<absl::Status(Connection&)> fn) const;
   // Runs `fn` on the writer thread inside a transaction; returns once it is committed. A full
-  // disk comes back as DiskFull's error.
-  absl::Status WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn);
+  // disk comes back as DiskFull's error. `fences`: kForget for any write that may change which
+  // attempt is current or its token (the default: the fence cache is cleared before `fn`
+  // runs); kKeep only for writes that change neither (metric appends, worker heartbeats).
+  enum class Fences { kForget, kKeep };
+  absl::Status WriteTx(absl::FunctionRef<absl::Status(Connection&)> fn,
+                       Fences fences = Fences::kForget);
   // RESOURCE_EXHAUSTED naming the data dir for SQLite's "database or disk is full", and a line on
   // stderr at most once a minute.
   absl::Status DiskFull(const absl::Status& sqlite_full);
@@ -289,12 +307,15 @@ class Store {
     return *std::move(result);
   }
   template <class T>
-  absl::StatusOr<T> Write(absl::FunctionRef<absl::StatusOr<T>(Connection&)> fn) {
+  absl::StatusOr<T> Write(absl::FunctionRef<absl::StatusOr<T>(Connection&)> fn,
+                          Fences fences = Fences::kForget) {
     std::optional<absl::StatusOr<T>> result;
-    absl::Status status = WriteTx([&](Connection& c) {
-      result.emplace(fn(c));
-      return result->status();
-    });
+    absl::Status status = WriteTx(
+        [&](Connection& c) {
+          result.emplace(fn(c));
+          return result->status();
+        },
+        fences);
     if (!status.ok()) return status;
     return *std::move(result);
   }
@@ -303,6 +324,9 @@ class Store {
   const StoreOptions options_;
   const int schema_version_;
   std::unique_ptr<ConnectionPool> readers_;
+  // The metric appends' fencing checks from memory (fence_cache.h); shared with the writer's
+  // lost-transaction hook, used on the writer thread only.
+  const std::shared_ptr<FenceCache> fences_;
   std::unique_ptr<Writer> writer_;  // destroyed first: drains writes before readers go
   std::atomic<TimestampMs> last_disk_full_log_ms_{-60000};
 };

@@ -5,13 +5,16 @@
 #include <limits>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/store/connection.h"
 #include "server/store/downsample.h"
+#include "server/store/fence_cache.h"
 #include "server/store/row_codec.h"
 #include "server/store/status_macros.h"
 #include "server/store/store.h"
 #include "server/store/store_queries.h"
+#include "server/store/writer.h"
 
 namespace ablate {
 
@@ -66,10 +69,14 @@ constexpr char kUpsertPoint[] =
     "train_time_ms = COALESCE(excluded.train_time_ms, train_time_ms), "
     "tokens = COALESCE(excluded.tokens, tokens)";
 
-absl::StatusOr<bool> AppendTx(Connection& c, int64_t run_id, int64_t attempt_id, int64_t token,
-                              int64_t seq, const std::vector<MetricPoint>& points,
+absl::StatusOr<bool> AppendTx(Connection& c, FenceCache& fences, int64_t run_id, int64_t attempt_id,
+                              int64_t token, int64_t seq, const std::vector<MetricPoint>& points,
                               std::optional<int64_t> resumed_from_step, TimestampMs now) {
-  STORE_RETURN_IF_ERROR(CheckWriter(c, run_id, attempt_id, token));
+  // From memory when this attempt passed the check and nothing but appends was written since.
+  if (!fences.Knows(run_id, attempt_id, token)) {
+    STORE_RETURN_IF_ERROR(CheckWriter(c, run_id, attempt_id, token));
+    fences.Remember(run_id, attempt_id, token);
+  }
   STORE_ASSIGN_OR_RETURN(bool claimed, ClaimBatch(c, attempt_id, seq, points.size(), now));
   if (!claimed) return true;  // duplicate
   STORE_ASSIGN_OR_RETURN(Statement stmt, c.Prepare(kUpsertPoint));
@@ -271,9 +278,38 @@ absl::StatusOr<bool> Store::AppendMetrics(int64_t run_id, int64_t attempt_id, in
                                           int64_t seq, const std::vector<MetricPoint>& points,
                                           std::optional<int64_t> resumed_from_step) {
   TimestampMs now = Now();
-  return Write<bool>([&](Connection& c) {
-    return AppendTx(c, run_id, attempt_id, fencing_token, seq, points, resumed_from_step, now);
-  });
+  // kKeep: an append changes no attempt's standing, so the fence cache stays valid.
+  return Write<bool>(
+      [&](Connection& c) {
+        return AppendTx(c, *fences_, run_id, attempt_id, fencing_token, seq, points,
+                        resumed_from_step, now);
+      },
+      Fences::kKeep);
+}
+
+bool Store::AppendMetricsLater(int64_t run_id, int64_t attempt_id, int64_t fencing_token,
+                               int64_t seq, std::vector<MetricPoint> points,
+                               std::optional<int64_t> resumed_from_step, AppendDone done) {
+  struct Append {
+    std::vector<MetricPoint> points;
+    absl::StatusOr<bool> duplicate = false;
+  };
+  auto append = std::make_shared<Append>();
+  append->points = std::move(points);
+  const TimestampMs now = Now();
+  // Not through WriteTx (it blocks): kKeep as AppendMetrics, the disk-full message as WriteTx's.
+  return writer_->Post(
+      [=, this](Connection& c) {
+        append->duplicate = AppendTx(c, *fences_, run_id, attempt_id, fencing_token, seq,
+                                     append->points, resumed_from_step, now);
+        return append->duplicate.status();
+      },
+      [append, done = std::move(done), this](const absl::Status& status) {
+        if (status.ok()) return done(append->duplicate);
+        const bool full = status.code() == absl::StatusCode::kResourceExhausted &&
+                          absl::StrContains(status.message(), "disk is full");
+        done(full ? DiskFull(status) : status);
+      });
 }
 
 absl::StatusOr<MetricCurve> Store::GetMetrics(int64_t run_id, int max_points) const {

@@ -6,6 +6,7 @@
 #include "server/store/status_macros.h"
 #include "server/store/store.h"
 #include "server/store/store_queries.h"
+#include "server/store/writer.h"
 
 namespace ablate {
 namespace {
@@ -79,6 +80,14 @@ absl::Status Store::SetWorkerConnected(const std::string& worker_id, bool connec
 
 absl::Status Store::TouchWorker(const std::string& worker_id, TimestampMs now_ms) {
   return WriteTx([&](Connection& c) {
+    return UpdateWorker(c, "UPDATE workers SET last_heartbeat_ms = ? WHERE id = ?", worker_id,
+                        now_ms);
+  });
+}
+
+void Store::TouchWorkerLater(const std::string& worker_id, TimestampMs now_ms) {
+  // Not through WriteTx: a heartbeat changes no attempt, so the fence cache stays valid.
+  writer_->Post([worker_id, now_ms](Connection& c) {
     return UpdateWorker(c, "UPDATE workers SET last_heartbeat_ms = ? WHERE id = ?", worker_id,
                         now_ms);
   });

@@ -5,9 +5,10 @@
 
 namespace ablate {
 
-Writer::Writer(std::unique_ptr<Connection> connection, int max_batch)
+Writer::Writer(std::unique_ptr<Connection> connection, int max_batch, std::function<void()> on_lost)
     : connection_(std::move(connection)),
       max_batch_(max_batch < 1 ? 1 : max_batch),
+      on_lost_(std::move(on_lost)),
       thread_([this] { Loop(); }) {}
 
 Writer::~Writer() {
@@ -18,18 +19,28 @@ Writer::~Writer() {
   thread_.join();
 }
 
+bool Writer::Enqueue(Pending* pending) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return false;
+  if (tail_ == nullptr) {
+    head_ = pending;
+  } else {
+    tail_->next = pending;
+  }
+  tail_ = pending;
+  return true;
+}
+
+bool Writer::Post(OwnedJob job, Done done) {
+  auto pending = std::make_unique<Pending>(std::move(job), std::move(done));
+  if (!Enqueue(pending.get())) return false;
+  pending.release();  // the writer thread deletes it once it ran
+  return true;
+}
+
 absl::Status Writer::Write(Job job) {
   Pending pending(job);
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return absl::FailedPreconditionError("the store is closing");
-    if (tail_ == nullptr) {
-      head_ = &pending;
-    } else {
-      tail_->next = &pending;
-    }
-    tail_ = &pending;
-  }
+  if (!Enqueue(&pending)) return absl::FailedPreconditionError("the store is closing");
   // Only the writer thread notifies this, after it has set `status`; nobody else is woken.
   pending.done.WaitForNotification();
   return pending.status;
@@ -66,35 +77,41 @@ void Writer::Loop() {
       ++transactions_;
     }
     // After Notify a caller may return and destroy its Pending: touch nothing of it afterwards.
-    for (Pending* pending : batch) pending->done.Notify();
+    for (Pending* pending : batch) {
+      if (pending->detached) {
+        if (pending->on_done) pending->on_done(pending->status);
+        delete pending;
+      } else {
+        pending->done.Notify();
+      }
+    }
   }
 }
 
 void Writer::RunBatch(const std::vector<Pending*>& batch) {
   absl::Status begin = connection_->ExecCached("BEGIN IMMEDIATE");
-  if (!begin.ok()) {
-    for (Pending* pending : batch) pending->status = begin;
-    return;
-  }
+  if (!begin.ok()) return LoseBatch(batch, begin);
   for (size_t i = 0; i < batch.size(); ++i) {
     batch[i]->status = RunInSavepoint(*batch[i]);
     if (!connection_->InTransaction()) {
       // SQLite rolled the whole transaction back (I/O error, disk full): every job is lost.
-      absl::Status lost = batch[i]->status.ok()
-                              ? absl::UnavailableError("transaction rolled back by SQLite")
-                              : batch[i]->status;
-      for (Pending* pending : batch) {
-        if (pending->status.ok() || pending == batch[i]) pending->status = lost;
-      }
-      return;
+      return LoseBatch(batch, batch[i]->status.ok()
+                                  ? absl::UnavailableError("transaction rolled back by SQLite")
+                                  : batch[i]->status);
     }
   }
   absl::Status commit = connection_->ExecCached("COMMIT");
   if (commit.ok()) return;
   // The transaction is lost as a whole: nobody's write is durable.
   connection_->ExecCached("ROLLBACK").IgnoreError();
+  LoseBatch(batch, commit);
+}
+
+void Writer::LoseBatch(const std::vector<Pending*>& batch, const absl::Status& why) {
+  if (on_lost_) on_lost_();
+  // A job that failed on its own keeps its own error; every other one gets the transaction's.
   for (Pending* pending : batch) {
-    if (pending->status.ok()) pending->status = commit;
+    if (pending->status.ok()) pending->status = why;
   }
 }
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 #include "server/sweep/decompose_spec.h"
 #include "server/sweep/script_changes.h"
 #include "server/sweep/script_spec.h"
-#include "server/sweep/spec_errors.h"
+#include "common/spec/spec_errors.h"
 
 namespace ablate {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "server/sweep/yaml_values.h"
+#include "common/spec/yaml_values.h"
 
 namespace ablate {
 namespace {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "server/sweep/script_changes.h"
-#include "server/sweep/spec_errors.h"
+#include "common/spec/spec_errors.h"
 
 namespace ablate {
 

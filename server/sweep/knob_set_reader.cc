@@ -3,7 +3,8 @@
 
 #include <cctype>
 
-#include "server/sweep/yaml_values.h"
+#include "common/spec/yaml_values.h"
+#include "server/sweep/knob_yaml.h"
 #include "trainer/config/knob_schema.h"
 
 namespace ablate {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/sweep/spec_errors.h"
+#include "common/spec/spec_errors.h"
 
 namespace ablate {
 

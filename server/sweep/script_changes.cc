@@ -6,7 +6,7 @@
 #include <map>
 #include <optional>
 
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
 
 namespace ablate {
 namespace {

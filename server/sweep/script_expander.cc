@@ -5,7 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "server/core/script_command.h"
+#include "common/script_command.h"
 #include "server/sweep/decompose_scripts.h"
 
 #include "trainer/config/knob_schema.h"

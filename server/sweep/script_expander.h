@@ -10,8 +10,8 @@
 
 #include <optional>
 
+#include "common/spec/spec_errors.h"
 #include "server/sweep/script_spec.h"
-#include "server/sweep/spec_errors.h"
 #include "server/sweep/sweep_expander.h"
 
 namespace ablate {

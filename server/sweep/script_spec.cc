@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "server/core/script_command.h"
-#include "server/sweep/yaml_values.h"
+#include "common/script_command.h"
+#include "common/spec/yaml_values.h"
 
 namespace ablate {
 namespace {

@@ -31,8 +31,8 @@
 #include <string_view>
 #include <vector>
 
-#include "server/core/code_snapshot.h"
-#include "server/sweep/spec_errors.h"
+#include "common/code_snapshot.h"
+#include "common/spec/spec_errors.h"
 
 namespace ablate {
 

@@ -5,11 +5,12 @@
 #include <map>
 #include <span>
 
-#include "server/core/printable_text.h"
-#include "server/sweep/duration.h"
+#include "common/printable_text.h"
+#include "common/spec/checked_entries.h"
+#include "common/spec/yaml_values.h"
+#include "server/sweep/knob_yaml.h"
 #include "server/sweep/script_spec.h"
 #include "server/sweep/sweep_keys.h"
-#include "server/sweep/yaml_values.h"
 #include "trainer/config/knob_schema.h"
 
 namespace ablate {
@@ -28,53 +29,12 @@ constexpr std::string_view kAblationKeys[] = {"name",      "set",       "script"
                                               "command",   "args",      "env",      "log_format",
                                               "data_link", "processes", "same_work"};
 // Bounds on what one spec may list; with aliases (*x) a small text can name big structures,
-// so the reader checks sizes before walking them.
-constexpr size_t kMaxMapKeys = 64;
+// so the reader checks sizes before walking them (maps: kMaxMapKeys, checked_entries.h).
 constexpr size_t kMaxAblations = 10000;
 constexpr size_t kMaxGridValues = 10000;
 constexpr size_t kMaxTags = 32;
 
-struct Entry {
-  YAML::Node key;
-  YAML::Node value;
-};
-using Entries = std::map<std::string, Entry>;
-
-std::string JoinNames(std::span<const std::string_view> names) {
-  std::string out;
-  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
-  return out;
-}
-
-// The entries of `map` whose keys are in `allowed`; unknown keys (with the closest names) and
-// keys given twice are errors.
-Entries CheckedEntries(const YAML::Node& map, std::string_view path,
-                       std::span<const std::string_view> allowed, SpecErrors* errors) {
-  Entries entries;
-  if (map.size() > kMaxMapKeys) {
-    errors->Add(map, path,
-                "has " + std::to_string(map.size()) + " keys; valid keys: " + JoinNames(allowed));
-    return entries;
-  }
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    YAML::Node key = it->first;  // a copy: `it->first` lives in a temporary proxy
-    std::string name = key.IsScalar() ? key.Scalar() : DescribeNode(key);
-    std::string key_path = KeyPath(path, name);
-    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      std::vector<std::string> near = ClosestNames(name, allowed);
-      errors->Add(key, key_path,
-                  "unknown key '" + name + "'" +
-                      (near.empty() ? "; valid keys: " + JoinNames(allowed) : DidYouMean(near)));
-    } else if (auto seen = entries.find(name); seen != entries.end()) {
-      errors->Add(key, key_path,
-                  "duplicate key '" + name + "' (first at line " +
-                      std::to_string(PositionOf(seen->second.key).line) + ")");
-    } else {
-      entries[name] = Entry{key, it->second};
-    }
-  }
-  return entries;
-}
+using Entries = SpecEntries;
 
 std::string PresetList() {
   std::string all;
@@ -263,21 +223,14 @@ void SpecReader::ReadGpus(const YAML::Node& node) {
   spec_.gpus_per_run = static_cast<int>(*v);
 }
 
-// `checkpoint_every: 10m`. A unit is required: a bare number reads as seconds in the pools file
-// but as steps in `ablate-train --checkpoint-every`, so here it is refused rather than guessed.
+// `checkpoint_every: 10m` (common/spec/duration.h: a unit is always required).
 void SpecReader::ReadCheckpointEvery(const YAML::Node& node) {
-  std::optional<std::string> text = ReadString(node, "checkpoint_every", errors_);
-  if (!text) return;
-  absl::StatusOr<int64_t> ms = ParseDurationMs(*text);
-  if (!ms.ok()) {
-    errors_->Add(node, "checkpoint_every", std::string(ms.status().message()));
-  } else if (text->find_first_not_of("0123456789") == std::string::npos) {
+  std::optional<int64_t> ms = ReadDurationMs(node, "checkpoint_every", errors_);
+  if (!ms) return;
+  if (*ms < kMinCheckpointEveryMs) {
     errors_->Add(node, "checkpoint_every",
-                 "'" + *text + "' has no unit; write a duration of wall time, e.g. 30s, 10m or 1h");
-  } else if (*ms < kMinCheckpointEveryMs) {
-    errors_->Add(node, "checkpoint_every",
-                 "'" + *text + "' is too often; checkpoints of a full-scale run take seconds to " +
-                     "write: at least 1s (10m is typical)");
+                 "'" + node.Scalar() + "' is too often; checkpoints of a full-scale run take " +
+                     "seconds to write: at least 1s (10m is typical)");
   } else {
     spec_.checkpoint_every_ms = *ms;
   }

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "common/spec/spec_errors.h"
 #include "server/sweep/decompose_spec.h"
 #include "server/sweep/knob_set_reader.h"
 #include "server/sweep/script_spec.h"
-#include "server/sweep/spec_errors.h"
 #include "trainer/config/presets.h"
 
 namespace ablate {

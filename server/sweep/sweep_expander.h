@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "server/core/code_snapshot.h"
+#include "common/code_snapshot.h"
+#include "common/spec/spec_errors.h"
 #include "server/core/model.h"
-#include "server/sweep/spec_errors.h"
 #include "server/sweep/spec_reader.h"
 
 namespace ablate {

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "server/sweep/spec_document.h"
-#include "server/sweep/spec_errors.h"
+#include "common/spec/spec_document.h"
+#include "common/spec/spec_errors.h"
 #include "server/sweep/spec_reader.h"
 
 namespace ablate {

@@ -39,8 +39,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/spec/spec_prescan.h"    // kMaxSpecBytes, kMaxSpecDepth
 #include "server/sweep/script_spec.h"
-#include "server/sweep/spec_prescan.h"    // kMaxSpecBytes, kMaxSpecDepth
 #include "server/sweep/sweep_expander.h"  // ExpandedSweep, FormatVariantName, RunConfig
 
 namespace ablate {

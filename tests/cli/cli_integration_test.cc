@@ -365,7 +365,7 @@ TEST_F(TokenTest, TokenFileAndTokenValueFromTheEnvironment) {
   EXPECT_EQ(flag_wins.exit_code, 0) << flag_wins.err;
 }
 
-// The CLI, the worker and the coordinator read token files the same way (server/core/
+// The CLI, the worker and the coordinator read token files the same way (common/
 // token_file.h): a missing or empty file is an error that names it, never an empty token.
 TEST_F(TokenTest, MissingOrEmptyTokenFilesAreClearErrors) {
   WriteFile(data_.path() + "/empty.token", " \n");

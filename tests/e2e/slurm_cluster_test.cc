@@ -2,16 +2,20 @@
 // eight fake GPUs each, runs a two-node job whose tasks see the GPUs Slurm gave them, reports a
 // shape the partition can never hold, and leaves no daemon behind when stopped. And what this
 // Slurm prints for the coordinator's own squeue and sacct calls parses as the pools expect
-// (server/pools/slurm_output.h; the unit tests replay these outputs as recorded).
+// (server/pools/slurm_output.h; the unit tests replay these outputs as recorded). A pilot whose
+// pool names a container image is accepted by sbatch and its payload runs the worker through the
+// runtime (stand-ins for apptainer and pyxis's srun, which are not installed here).
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
 #include <thread>
 
+#include "server/pools/pilot_job.h"
 #include "server/pools/slurm_output.h"
 #include "tests/util/slurm_cluster.h"
 #include "tests/util/subprocess.h"
@@ -150,6 +154,93 @@ TEST_F(SlurmClusterTest, CoordinatorsSqueueAndSacctOutputsParse) {
   std::cout << "sacct exit " << a.exit_code << ", stdout:\n" << a.out << "stderr:\n" << a.err;
   EXPECT_NE(a.exit_code, 0);
   EXPECT_TRUE(AccountingDisabled(a.err)) << a.err;
+}
+
+// An executable shell script at `path`.
+void WriteScript(const std::string& path, const std::string& body) {
+  WriteFile(path, "#!/bin/sh\n" + body);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+}
+
+// A one-node pool whose worker is a stand-in that writes its arguments and job id to
+// RECORD/worker; the stand-in runtimes write theirs to RECORD/<name>.
+class ContainerPilotTest : public SlurmClusterTest {
+ protected:
+  void SetUp() override {
+    SlurmClusterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    record_ = dir_.path() + "/record";
+    bin_ = dir_.path() + "/bin";
+    for (const std::string& d : {record_, bin_, dir_.path() + "/work"}) {
+      std::filesystem::create_directories(d);
+    }
+    WriteScript(dir_.path() + "/worker",
+                "printf '%s\\n' \"$SLURM_JOB_ID\" \"$@\" > \"$RECORD/worker\"\n");
+    pool_.name = "lab";
+    pool_.partition = "gpu";
+    pool_.gpus_per_node = 8;
+    pool_.gres = "gpu:8";
+    pool_.worker.binary = dir_.path() + "/worker";
+    pool_.worker.work_dir = dir_.path() + "/work";
+  }
+
+  // Submits the pool's pilot with PATH starting at the stand-ins and waits for it to finish.
+  // The job id, or "" with a test failure.
+  std::string RunPilot() {
+    std::vector<std::string> args = PilotSbatchArgs(pool_, {"rec", "lab", 1, 3}, "head:7070");
+    args[0] = "/usr/bin/sbatch";
+    std::map<std::string, std::string> env = cluster_->Env();
+    env["PATH"] = bin_ + ":/usr/sbin:/usr/bin:/sbin:/bin";
+    env["RECORD"] = record_;
+    ProcessResult sb = RunProcess(args, env);
+    EXPECT_EQ(sb.exit_code, 0) << sb.err;
+    const std::string job = sb.out.substr(0, sb.out.find_first_of(";\n"));
+    EXPECT_TRUE(WaitGone(job, 30s)) << "job " << job << " still queued";
+    return job;
+  }
+
+  // What the worker stand-in received: its job id, then its arguments, one a line.
+  std::string WorkerLines(const std::string& job) {
+    return job + "\n" +
+           "--slurm\n--pool\nlab\n--coordinator\nhead:7070\n--work-dir\n" +
+           pool_.worker.work_dir + "\n--cpu-slots\n1\n--idle-exit-ms\n300000\n";
+  }
+
+  std::string record_, bin_;
+  PoolConfig pool_;
+};
+
+TEST_F(ContainerPilotTest, ApptainerPilotRunsTheWorkerInTheImage) {
+  // Apptainer's stand-in: records its words, then runs what follows the image, as `exec` does.
+  WriteScript(bin_ + "/apptainer",
+              "printf '%s\\n' \"$@\" > \"$RECORD/apptainer\"\n"
+              "while [ $# -gt 0 ] && [ \"$1\" != /images/ablate.sif ]; do shift; done\n"
+              "shift; exec \"$@\"\n");
+  pool_.container = {ContainerRuntime::kApptainer, "/images/ablate.sif", {"/data:/data:ro"}, {}};
+  const std::string job = RunPilot();
+  EXPECT_EQ(ReadFile(record_ + "/apptainer"),
+            "exec\n--nv\n--bind\n/data:/data:ro\n--bind\n" + pool_.worker.work_dir + ":" +
+                pool_.worker.work_dir + "\n/images/ablate.sif\n" + pool_.worker.binary +
+                "\n--slurm\n--pool\nlab\n--coordinator\nhead:7070\n--work-dir\n" +
+                pool_.worker.work_dir + "\n--cpu-slots\n1\n--idle-exit-ms\n300000\n");
+  EXPECT_EQ(ReadFile(record_ + "/worker"), WorkerLines(job));
+}
+
+TEST_F(ContainerPilotTest, PyxisPilotGivesSrunTheImageAndMounts) {
+  // srun with pyxis's options: the stand-in records them, drops them and runs the real srun.
+  WriteScript(bin_ + "/srun",
+              "printf '%s\\n' \"$@\" > \"$RECORD/srun\"\n"
+              "for a do shift; case \"$a\" in --container-*) ;; *) set -- \"$@\" \"$a\";; esac; "
+              "done\nexec /usr/bin/srun \"$@\"\n");
+  pool_.container = {ContainerRuntime::kPyxis, "/images/ablate.sqsh", {}, {"--container-writable"}};
+  const std::string job = RunPilot();
+  EXPECT_EQ(ReadFile(record_ + "/srun"),
+            "--kill-on-bad-exit=0\n--container-image=/images/ablate.sqsh\n--container-mounts=" +
+                pool_.worker.work_dir + ":" + pool_.worker.work_dir +
+                "\n--container-writable\n" + pool_.worker.binary +
+                "\n--slurm\n--pool\nlab\n--coordinator\nhead:7070\n--work-dir\n" +
+                pool_.worker.work_dir + "\n--cpu-slots\n1\n--idle-exit-ms\n300000\n");
+  EXPECT_EQ(ReadFile(record_ + "/worker"), WorkerLines(job));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/clock.h"
 #include "server/http/dashboard_server.h"
 #include "server/http/http_auth.h"
 #include "tests/http/sweep_fixture.h"
@@ -382,11 +383,11 @@ struct StreamReader {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  void Start(int port, const std::string& path) {
-    thread = std::thread([this, port, path] {
+  void Start(int port, const std::string& path, httplib::Headers headers = {}) {
+    thread = std::thread([this, port, path, headers] {
       httplib::Client c("127.0.0.1", port);
       c.set_read_timeout(30, 0);
-      c.Get(path, [this](const char* data, size_t n) {
+      c.Get(path, headers, [this](const char* data, size_t n) {
         std::lock_guard<std::mutex> lock(mu);
         text.append(data, n);
         return !stop.load();
@@ -424,6 +425,45 @@ TEST_F(HttpApiTest, LiveStreamSendsNewPointsAndEndsOnStop) {
   server_->Stop();
   reader.thread.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "Stop with a stream open";
+}
+
+// The dashboard's "now" comes from its injected clock (common/clock.h): the X-Ablate-Now-Ms of
+// every API answer, by which pages turn timestamps into ages, and a live stream's "ready" now_ms;
+// and the login throttle runs on the same clock, so its waits end when the clock says so.
+TEST_F(HttpApiTest, NowIsTheInjectedClocksOnEveryAnswerAndStream) {
+  ManualClock clock(1'767'225'600'000);
+  DashboardOptions options;
+  options.listen = "127.0.0.1:0";
+  options.client_token = "s3cret";
+  options.live_min_interval = 20ms;
+  options.clock = &clock;
+  server_ = DashboardServer::Start(options, store_.get(), &feed_, {}).value();
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  const httplib::Headers good = {{"Authorization", "Bearer s3cret"}};
+  httplib::Result res = client_->Get("/api/sweeps", good);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("X-Ablate-Now-Ms"), "1767225600000");
+  clock.Advance(1500);
+  res = client_->Get("/api/sweeps", good);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("X-Ablate-Now-Ms"), "1767225601500");
+
+  // Four wrong tokens: the fourth earns a 1 s wait, which passes only when the clock moves.
+  for (int i = 0; i < 4; ++i) client_->Get("/api/sweeps", {{"Authorization", "Bearer no"}});
+  EXPECT_EQ(Get("/api/sweeps", good).first, 429);
+  std::this_thread::sleep_for(1100ms);
+  EXPECT_EQ(Get("/api/sweeps", good).first, 429) << "real time does not end the wait";
+  clock.Advance(1000);
+  EXPECT_EQ(Get("/api/sweeps", good).first, 200);
+
+  StreamReader reader;
+  reader.Start(server_->port(), "/api/live/workers", good);
+  EXPECT_TRUE(reader.WaitFor("{\"now_ms\":1767225602500}", 10s)) << reader.text;
+  reader.stop = true;
+  feed_.Close();
+  server_->Stop();
+  reader.thread.join();
+  server_.reset();  // before `clock` goes
 }
 
 TEST(CoordinatorHttpTest, ServesTheDashboardWritesItsPortAndStopsWithAStreamOpen) {

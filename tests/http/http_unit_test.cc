@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "server/http/curve_cache.h"
 #include "server/http/http_auth.h"
 #include "server/http/live_stream.h"
@@ -338,9 +339,9 @@ TEST(HttpAuthTest, LoopbackHosts) {
 }
 
 TEST(LoginThrottleTest, WaitsDoubleAfterFreeFailuresPerAddress) {
-  int64_t now = 1000;
+  ManualClock clock(ManualClock::kDefaultWallMs, 1000);
   LoginThrottleOptions o;
-  o.clock = [&now] { return now; };
+  o.clock = &clock;
   LoginThrottle t(o);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(t.WaitMs("a"), 0);
@@ -350,7 +351,7 @@ TEST(LoginThrottleTest, WaitsDoubleAfterFreeFailuresPerAddress) {
   t.Failed("a");
   EXPECT_EQ(t.WaitMs("a"), 1000);
   EXPECT_EQ(t.WaitMs("b"), 0) << "per address";
-  now += 1000;
+  clock.Advance(1000);
   EXPECT_EQ(t.WaitMs("a"), 0);
   t.Failed("a");
   EXPECT_EQ(t.WaitMs("a"), 2000);
@@ -360,21 +361,21 @@ TEST(LoginThrottleTest, WaitsDoubleAfterFreeFailuresPerAddress) {
   EXPECT_EQ(t.WaitMs("a"), 0);
   // Idle addresses are forgotten: a later failure starts from zero again.
   for (int i = 0; i < 4; ++i) t.Failed("c");
-  now += 200000;
+  clock.Advance(200000);
   t.Failed("d");
   t.Failed("c");
   EXPECT_EQ(t.WaitMs("c"), 0);
 }
 
 TEST(LoginThrottleTest, TracksABoundedNumberOfAddresses) {
-  int64_t now = 0;
+  ManualClock clock;
   LoginThrottleOptions o;
-  o.clock = [&now] { return now; };
+  o.clock = &clock;
   o.max_addresses = 100;
   o.free_failures = 0;
   LoginThrottle t(o);
   for (int i = 0; i < 1000; ++i) {
-    now += 1;
+    clock.Advance(1);
     t.Failed("10.0.0." + std::to_string(i));
   }
   EXPECT_EQ(t.WaitMs("10.0.0.0"), 0) << "the oldest was forgotten";

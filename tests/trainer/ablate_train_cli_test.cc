@@ -132,6 +132,36 @@ TEST_F(AblateTrainCli, RefusesBadGpuListsAndCpuMultiNodeBeforeAnyWork) {
   }
 }
 
+// --checkpoint-every reads the one duration grammar (common/spec/duration.h): a bare number used to
+// mean steps here and seconds in the pools file, so it is refused, saying what to write.
+TEST_F(AblateTrainCli, CheckpointEveryNeedsAUnit) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"200",
+       "--checkpoint-every: '200' has no unit; write 200s for seconds or 200steps for steps"},
+      {"0steps", "--checkpoint-every: '0steps' is not positive"},
+      {"1.5steps", "not a whole number of steps"},
+      {"10min", "'10min' is not a duration; write e.g. 30s, 10m, 1h or 500steps"}};
+  for (const auto& [every, words] : cases) {
+    Child c = Spawn(Args({"--checkpoint-dir", dir_.File("ckpt"), "--checkpoint-every", every}));
+    std::vector<J> events;
+    EXPECT_EQ(Wait(c, &events), 2) << every;
+    ASSERT_EQ(events.size(), 1u) << every;
+    std::string message = events[0]["message"];
+    EXPECT_NE(message.find(words), std::string::npos) << message;
+  }
+  Child c = Spawn(Args({"--max-steps", "4", "--checkpoint-dir", dir_.File("ckpt"),
+                        "--checkpoint-every", "2steps"}));
+  std::vector<J> events;
+  EXPECT_EQ(Wait(c, &events), 0);
+  std::vector<int> steps;
+  for (const J& e : events) {
+    if (e["event"] == "checkpoint") steps.push_back(e["step"].get<int>());
+  }
+  ASSERT_FALSE(steps.empty()) << "no checkpoint written";
+  EXPECT_EQ(steps.front(), 2) << "every 2 steps";
+  EXPECT_EQ(steps.back(), 4);
+}
+
 TEST_F(AblateTrainCli, SigtermCancelsAtAStepBoundary) {
   Child c = Spawn(Args({"--set", "num_iterations=100000", "--set", "val_every=0"}));
   J e = NextEvent(c);

@@ -12,8 +12,8 @@
 #include "tests/trainer/train_fixture.h"
 #include "trainer/cuda/cuda_context.h"
 #include "trainer/cuda/device_buffer.h"
-#include "trainer/dist/nccl_communicator.h"
-#include "trainer/dist/nccl_library.h"
+#include "trainer/collectives/nccl_communicator.h"
+#include "trainer/collectives/nccl_library.h"
 #include "trainer/train/trainer.h"
 
 namespace ablate {

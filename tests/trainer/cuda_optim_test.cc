@@ -9,7 +9,7 @@
 #include "tests/trainer/cuda_test_util.h"
 #include "trainer/cuda/adam.h"
 #include "trainer/cuda/muon.h"
-#include "trainer/dist/in_process_communicator.h"
+#include "trainer/collectives/in_process_communicator.h"
 #include "trainer/optim/adam.h"
 #include "trainer/optim/muon.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "tests/trainer/train_fixture.h"
-#include "trainer/dist/in_process_communicator.h"
+#include "trainer/collectives/in_process_communicator.h"
 #include "trainer/train/trainer.h"
 
 namespace ablate {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "tests/trainer/train_fixture.h"
-#include "trainer/dist/in_process_communicator.h"
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/in_process_communicator.h"
+#include "trainer/collectives/nccl_id.h"
 #include "trainer/optim/muon.h"
 #include "trainer/tools/gpu_list.h"
 #include "trainer/train/trainer.h"

@@ -13,7 +13,7 @@
 #include "trainer/cpu/blas_setup.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/parallel.h"
-#include "trainer/dist/in_process_communicator.h"
+#include "trainer/collectives/in_process_communicator.h"
 #include "trainer/model/bf16.h"
 #include "trainer/model/gpt.h"
 #include "trainer/model/window_schedule.h"

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "server/core/utf8_text.h"
-#include "server/core/worker_input.h"
+#include "common/utf8_text.h"
+#include "common/worker_limits.h"
 #include "tests/util/subprocess.h"
 #include "tests/worker/fake_trainer.h"
 

@@ -12,7 +12,7 @@
 
 #include "tests/util/subprocess.h"
 #include "tests/worker/fake_trainer.h"
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/nccl_id.h"
 #include "worker/nccl_handoff.h"
 
 namespace ablate::worker {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/clock.h"
 #include "tests/util/subprocess.h"
 #include "tests/worker/fake_trainer.h"
 #include "worker/stop_watch.h"
@@ -160,6 +161,25 @@ TEST_F(WorkerReleaseTest, IdleExitOnlyAfterTheOutboxIsDelivered) {
   EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(600))
       << "exited with the run's result not yet acknowledged";
   ack.join();
+}
+
+// Idleness is measured on the injected clock (common/clock.h), so a minute of idle_exit passes
+// when the clock says so, not when the machine's does.
+TEST_F(WorkerReleaseTest, IdleExitReadsTheInjectedClock) {
+  WorkerCore& core = Core();
+  ManualClock clock;
+  std::thread advance([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    clock.Advance(60000);
+  });
+  StopWatchOptions o;
+  o.idle_exit = std::chrono::minutes(1);
+  o.poll = milliseconds(20);
+  o.clock = &clock;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(AwaitStop(signals_, core, o), "idle for 60 s (idle exit)");
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(300)) << "before the clock moved";
+  advance.join();
 }
 
 }  // namespace

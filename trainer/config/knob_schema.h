@@ -37,9 +37,6 @@ std::span<const KnobSpec> AllKnobs();
 // nullptr when `name` is not a knob.
 const KnobSpec* FindKnob(std::string_view name);
 
-// Levenshtein distance (insertions, deletions, substitutions), for "did you mean" suggestions.
-size_t EditDistance(std::string_view a, std::string_view b);
-
 // Up to `limit` knob names closest to `name` by edit distance, best first (for "did you mean").
 std::vector<std::string> ClosestKnobNames(std::string_view name, size_t limit = 3);
 

@@ -24,9 +24,9 @@ KnobSpec Choice(std::string_view name, std::string_view def, std::vector<std::st
   return {name, KnobType::kChoice, J(std::string(def)), 0, 0, std::move(choices), 0, doc};
 }
 
-std::vector<KnobSpec> BuildKnobs() {
+// Shape: layers, widths, heads, vocabulary, sequence.
+std::vector<KnobSpec> ShapeKnobs() {
   return {
-      // Shape.
       Int("n_layer", 12, 1, 64, "transformer blocks (r5: 12)"),
       Int("model_dim", 768, 8, 16384, "residual width; must equal n_head * head_dim (r5: 768)"),
       Int("n_head", 6, 1, 128, "attention heads (r5: 6)"),
@@ -38,7 +38,12 @@ std::vector<KnobSpec> BuildKnobs() {
           "token that opens each document (<|endoftext|> = 50256; byte tokenizer: 256)"),
       Int("mlp_ratio", 4, 1, 16, "MLP hidden width = mlp_ratio * model_dim"),
       Int("seq_len", 1024, 2, 1 << 20, "tokens per sequence (r12+: 65536, one sequence per GPU)"),
-      // Architecture switches.
+  };
+}
+
+// Architecture switches, each a record's change.
+std::vector<KnobSpec> ArchitectureKnobs() {
+  return {
       Bool("tie_embeddings", false, "share the embedding and lm_head (untied from r8)"),
       Bool("embed_norm", true, "weightless RMSNorm right after the embedding (r8)"),
       Bool("zero_init_lm_head", true, "zero-initialise lm_head (r8)"),
@@ -76,16 +81,32 @@ std::vector<KnobSpec> BuildKnobs() {
            "per-layer long/short windows, short = long/2 blocks, encoder L if i%4==0, decoder "
            "mirrored (r20)"),
       Bool("doc_masking", false, "attention never crosses a bos_token boundary (r12)"),
-      {"skip_attn_layers", KnobType::kIntList, J::array(), 0, 63, {}, 0,
+      {"skip_attn_layers",
+       KnobType::kIntList,
+       J::array(),
+       0,
+       63,
+       {},
+       0,
        "layers without attention (r17: [7])"},
-      // Parameter storage (the CPU rounds to bf16 after every update; see MODEL.md).
+  };
+}
+
+// Parameter storage (the CPU rounds to bf16 after every update; see MODEL.md).
+std::vector<KnobSpec> StorageKnobs() {
+  return {
       Choice("param_dtype.embed", "fp32", {"fp32", "bf16"},
              "storage of embed and value embeddings (and their grads and Adam moments): "
              "r11+: bf16"),
       Choice("param_dtype.head", "fp32", {"fp32", "bf16"}, "storage of lm_head (records: fp32)"),
       Choice("param_dtype.scalar", "fp32", {"fp32", "bf16"},
              "storage of the λs and skip weights: r11: bf16 (model.bfloat16()), r18+: fp32"),
-      // Muon.
+  };
+}
+
+// Muon, for the hidden matrices.
+std::vector<KnobSpec> MuonKnobs() {
+  return {
       Float("muon.lr", 0.02, 0, 10, "Muon learning rate (r8: 0.02, r11: 0.04, r13+: 0.05)"),
       Float("muon.momentum", 0.95, 0, 1, "Muon momentum when momentum warm-up is off"),
       Bool("muon.nesterov", true, "Nesterov momentum"),
@@ -93,29 +114,50 @@ std::vector<KnobSpec> BuildKnobs() {
              "sum: buf = μ·buf + g, update g + μ·buf (r8–r11); lerp: buf.lerp_(g, 1-μ), update "
              "g.lerp_(buf, μ) (r15+); equal at constant μ, they differ while μ warms up"),
       Int("muon.ns_steps", 5, 0, 100, "Newton–Schulz iterations"),
-      {"muon.ns_coeffs", KnobType::kFloatList, J::array({3.4445, -4.7750, 2.0315}), -100, 100, {},
-       3, "quintic NS coefficients (a, b, c)"},
+      {"muon.ns_coeffs",
+       KnobType::kFloatList,
+       J::array({3.4445, -4.7750, 2.0315}),
+       -100,
+       100,
+       {},
+       3,
+       "quintic NS coefficients (a, b, c)"},
       Choice("muon.scale_rule", "sqrt_max1_ratio", {"sqrt_max1_ratio", "sqrt_max_dim"},
              "update scale: sqrt(max(1, rows/cols)) (r8+) or sqrt(max(rows, cols)) (r4–r7)"),
       Float("muon.momentum_warmup_start", 0.85, 0, 1, "momentum at step 0 when warming up"),
       Float("muon.momentum_warmup_end", 0.95, 0, 1, "momentum after the warm-up"),
       Int("muon.momentum_warmup_steps", 0, 0, kBig,
           "linear momentum warm-up length; 0 = off (r9: 500, r13+: 300)"),
-      // Adam.
+  };
+}
+
+// Adam, for embeddings, head and scalars.
+std::vector<KnobSpec> AdamKnobs() {
+  return {
       Float("adam.embed_lr", 0.3, 0, 100, "Adam lr for embeddings and value embeddings"),
       Float("adam.head_lr", 0.002, 0, 100, "Adam lr for lm_head"),
       Float("adam.scalar_lr", 0.02, 0, 100, "Adam lr for scalars (λs, skip weights)"),
       Float("adam.beta1", 0.9, 0, 0.999999, "Adam beta1 (r13+: 0.8)"),
       Float("adam.beta2", 0.95, 0, 0.999999, "Adam beta2"),
       Float("adam.eps", 1e-8, 0, 1, "Adam epsilon (r20: 1e-10)"),
-      // Schedule.
+  };
+}
+
+// The learning-rate schedule.
+std::vector<KnobSpec> ScheduleKnobs() {
+  return {
       Int("num_iterations", 4578, 1, kBig, "training steps"),
       Int("warmup_iters", 0, 0, kBig, "linear LR warm-up steps"),
       Int("warmdown_iters", 1308, 0, kBig, "linear LR decay to lr_floor over the last steps"),
       Float("cooldown_frac", 0, 0, 1,
             "if > 0, decay over this fraction of training instead of warmdown_iters (r18: 0.4)"),
       Float("lr_floor", 0, 0, 1, "final LR multiplier: w + (1-w)·floor (r19: 0.1)"),
-      // Batch, evaluation, timing.
+  };
+}
+
+// Batch, evaluation, timing.
+std::vector<KnobSpec> RunKnobs() {
+  return {
       Int("batch_tokens", 524288, 1, kBig, "global tokens per optimizer step"),
       Int("device_batch_tokens", 65536, 1, kBig,
           "tokens per rank per micro-step; grad accumulation = batch/(device·world)"),
@@ -125,6 +167,17 @@ std::vector<KnobSpec> BuildKnobs() {
       Int("untimed_steps", 10, 0, kBig, "first steps not counted in training time"),
       Int("seed", 0, 0, 4294967295.0, "random seed for initialisation and data order"),
   };
+}
+
+// Every knob, in the order `ablate knobs` lists them.
+std::vector<KnobSpec> BuildKnobs() {
+  std::vector<KnobSpec> all;
+  for (auto section : {ShapeKnobs, ArchitectureKnobs, StorageKnobs, MuonKnobs, AdamKnobs,
+                       ScheduleKnobs, RunKnobs}) {
+    std::vector<KnobSpec> knobs = section();
+    all.insert(all.end(), knobs.begin(), knobs.end());
+  }
+  return all;
 }
 
 }  // namespace

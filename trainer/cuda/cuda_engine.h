@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "trainer/config/result.h"
-#include "trainer/dist/communicator.h"
+#include "trainer/collectives/communicator.h"
 #include "trainer/train/engine.h"
 #include "trainer/train/run_plan.h"
 

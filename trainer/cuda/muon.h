@@ -17,7 +17,7 @@
 #include "trainer/cuda/cuda_context.h"
 #include "trainer/cuda/cuda_event.h"
 #include "trainer/cuda/device_buffer.h"
-#include "trainer/dist/communicator.h"
+#include "trainer/collectives/communicator.h"
 #include "trainer/cuda/dtype.h"
 #include "trainer/optim/muon.h"
 

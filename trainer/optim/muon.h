@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "trainer/config/result.h"
-#include "trainer/dist/communicator.h"
+#include "trainer/collectives/communicator.h"
 #include "trainer/optim/lr_schedule.h"
 
 namespace ablate {

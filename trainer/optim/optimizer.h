@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/config/result.h"
-#include "trainer/dist/communicator.h"
+#include "trainer/collectives/communicator.h"
 #include "trainer/model/param_layout.h"
 #include "trainer/optim/adam.h"
 #include "trainer/optim/lr_schedule.h"

@@ -7,10 +7,11 @@
 #include <thread>
 #include <vector>
 
+#include "common/spec/duration.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/blas_setup.h"
 #include "trainer/data/shard_reader.h"
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/nccl_id.h"
 #include "trainer/tools/gpu_list.h"
 #include "trainer/tools/library_report.h"
 #include "trainer/tools/run_config_builder.h"
@@ -83,27 +84,18 @@ struct Args {
   std::string checkpoint_dir, checkpoint_every, resume;
 };
 
-// --checkpoint-every: "N" steps, or a duration "Ns", "Nm", "Nh" of wall time (fractions allowed).
-bool ParseCheckpointEvery(const std::string& text, ablate::TrainOptions& o) {
-  if (text.empty()) return true;
-  char unit = text.back();
-  double scale = unit == 's' ? 1e3 : unit == 'm' ? 60e3 : unit == 'h' ? 3600e3 : 0;
-  std::string number = scale > 0 ? text.substr(0, text.size() - 1) : text;
-  try {
-    size_t used = 0;
-    if (scale > 0) {
-      double v = std::stod(number, &used);
-      if (used != number.size() || !(v > 0)) return false;
-      o.checkpoint_every_ms = v * scale;
-    } else {
-      long long v = std::stoll(number, &used);
-      if (used != number.size() || v <= 0) return false;
-      o.checkpoint_every_steps = v;
-    }
-  } catch (const std::exception&) {
-    return false;
-  }
-  return true;
+// --checkpoint-every: "500steps", or wall time "30s", "10m", "1h" (common/spec/duration.h: the
+// grammar of sweep specs too; a unit is required). "" on success, else what is wrong.
+std::string ParseCheckpointEvery(const std::string& text, ablate::TrainOptions& o) {
+  if (text.empty()) return "";
+  std::string error;
+  std::optional<ablate::Period> p =
+      ablate::ParsePeriod(text, ablate::PeriodUnits::kTimeOrSteps, &error);
+  if (!p) return error;
+  if (p->steps.value_or(0) <= 0 && p->ms.value_or(0) <= 0) return "'" + text + "' is not positive";
+  if (p->steps) o.checkpoint_every_steps = *p->steps;
+  if (p->ms) o.checkpoint_every_ms = double(*p->ms);
+  return "";
 }
 
 void AddOptions(CLI::App& app, Args& a) {
@@ -142,7 +134,8 @@ void AddOptions(CLI::App& app, Args& a) {
   app.add_option("--checkpoint-dir", a.checkpoint_dir,
                  "write checkpoints (weights, optimizer, data position, timing) here");
   app.add_option("--checkpoint-every", a.checkpoint_every,
-                 "checkpoint every N steps, or every 30s / 10m / 1h of wall time");
+                 "checkpoint every 500steps, or every 30s / 10m / 1h of wall time (a unit is "
+                 "required)");
   app.add_option("--resume", a.resume,
                  "continue from the newest readable checkpoint in DIR (none: start at step 0); "
                  "checkpoints go on into DIR unless --checkpoint-dir says otherwise");
@@ -184,10 +177,8 @@ int Run(const Args& a) {
   o.save_every = a.save_every;
   o.checkpoint_dir = a.checkpoint_dir;
   o.resume_dir = a.resume;
-  if (!ParseCheckpointEvery(a.checkpoint_every, o)) {
-    return Fail(events, kExitInvalid,
-                "--checkpoint-every " + a.checkpoint_every +
-                    ": expected a number of steps (100) or a duration (30s, 10m, 1h)");
+  if (std::string bad = ParseCheckpointEvery(a.checkpoint_every, o); !bad.empty()) {
+    return Fail(events, kExitInvalid, "--checkpoint-every: " + bad);
   }
   o.nnodes = a.nnodes;
   o.node_rank = a.node_rank;

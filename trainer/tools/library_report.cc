@@ -1,5 +1,5 @@
 // `ablate-train --libraries`: the CUDA pieces this build of ablate-train would load, asked of the
-// same loaders a run uses (trainer/cuda/cublaslt_library.h, trainer/dist/nccl_library.h).
+// same loaders a run uses (trainer/cuda/cublaslt_library.h, trainer/collectives/nccl_library.h).
 #include "trainer/tools/library_report.h"
 
 #include <dlfcn.h>
@@ -12,7 +12,7 @@
 #include "trainer/cuda/cublaslt_library.h"
 #endif
 #if ABLATE_HAVE_NCCL
-#include "trainer/dist/nccl_library.h"
+#include "trainer/collectives/nccl_library.h"
 #endif
 
 namespace ablate {

@@ -4,12 +4,12 @@
 
 #include <cstdlib>
 
-#include "trainer/dist/in_process_communicator.h"
-#include "trainer/dist/nccl_id.h"
+#include "trainer/collectives/in_process_communicator.h"
+#include "trainer/collectives/nccl_id.h"
 
 #if ABLATE_HAVE_NCCL
-#include "trainer/dist/nccl_communicator.h"
-#include "trainer/dist/nccl_library.h"
+#include "trainer/collectives/nccl_communicator.h"
+#include "trainer/collectives/nccl_library.h"
 #endif
 
 namespace ablate {

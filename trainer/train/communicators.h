@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "trainer/config/result.h"
-#include "trainer/dist/communicator.h"
+#include "trainer/collectives/communicator.h"
 #include "trainer/train/run_plan.h"
 #include "trainer/train/trainer.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "trainer/config/result.h"
-#include "trainer/dist/communicator.h"
+#include "trainer/collectives/communicator.h"
 #include "trainer/optim/optimizer_state.h"
 #include "trainer/train/run_plan.h"
 

@@ -15,7 +15,7 @@
 
 #include "trainer/data/token_loader.h"
 #include "trainer/data/val_loader.h"
-#include "trainer/dist/communicator.h"
+#include "trainer/collectives/communicator.h"
 #include "trainer/train/engine.h"
 #include "trainer/train/event_sink.h"
 #include "trainer/train/run_plan.h"

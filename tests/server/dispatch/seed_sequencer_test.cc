@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "server/rpc/compare_queries.h"
+#include "server/compare/compare_queries.h"
 #include "server/sweep/sweep_spec.h"
 
 namespace ablate {

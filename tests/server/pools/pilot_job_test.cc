@@ -64,6 +64,57 @@ TEST(PilotJobTest, OptionalKeysLeaveNoFlags) {
   }
 }
 
+// The payload with the worker in an image: pyxis's srun options before the worker, the worker's
+// own folders mounted at their own path after the configured mounts.
+TEST(PilotJobTest, PyxisPayloadRunsTheWorkerInTheImage) {
+  PoolConfig p = Pool();
+  p.worker.token_file = "/etc/ablate/worker.token";
+  p.worker.args.clear();
+  p.container = {ContainerRuntime::kPyxis, "nvcr.io#org/ablate:0.1.0", {"/srv/models:/models:ro"},
+                 {"--container-writable"}};
+  EXPECT_EQ(PilotPayload(p, "head:7070"),
+            "exec srun --kill-on-bad-exit=0 "
+            "'--container-image=nvcr.io#org/ablate:0.1.0' "
+            "'--container-mounts=/srv/models:/models:ro,/scratch/ablate:/scratch/ablate,"
+            "/data/datasets:/data/datasets,/etc/ablate/worker.token:/etc/ablate/worker.token' "
+            "'--container-writable' "
+            "'/opt/ablate/bin/ablate-worker' '--slurm' '--pool' 'h100' '--coordinator' "
+            "'head:7070' '--work-dir' '/scratch/ablate' '--cpu-slots' '1' '--idle-exit-ms' "
+            "'300000' '--data-dir' '/data/datasets' '--token-file' '/etc/ablate/worker.token'");
+}
+
+TEST(PilotJobTest, ApptainerPayloadBindsAndPassesTheGpus) {
+  PoolConfig p = Pool();
+  p.worker.args.clear();
+  // /scratch covers the work dir; the data dir gets its own bind.
+  p.container = {ContainerRuntime::kApptainer, "/shared/images/ablate.sif", {"/scratch"}, {}};
+  EXPECT_EQ(PilotPayload(p, "head:7070"),
+            "exec srun --kill-on-bad-exit=0 'apptainer' 'exec' '--nv' '--bind' '/scratch' "
+            "'--bind' '/data/datasets:/data/datasets' '/shared/images/ablate.sif' "
+            "'/opt/ablate/bin/ablate-worker' '--slurm' '--pool' 'h100' '--coordinator' "
+            "'head:7070' '--work-dir' '/scratch/ablate' '--cpu-slots' '1' '--idle-exit-ms' "
+            "'300000' '--data-dir' '/data/datasets'");
+  p.gpus_per_node = 0;  // a CPU pool: no --nv (it fails on nodes without a driver)
+  p.worker.data_dir = "";
+  EXPECT_TRUE(PilotPayload(p, "h:1").starts_with(
+      "exec srun --kill-on-bad-exit=0 'apptainer' 'exec' '--bind' '/scratch' "
+      "'/shared/images/ablate.sif' '/opt/ablate/bin/ablate-worker' "))
+      << PilotPayload(p, "h:1");
+  // A mount of the user's own at or above the data dir decides what that path holds.
+  p.worker.data_dir = "/data/datasets";
+  p.container.mounts = {"/scratch", "/srv/data:/data:ro"};
+  EXPECT_TRUE(PilotPayload(p, "h:1").starts_with(
+      "exec srun --kill-on-bad-exit=0 'apptainer' 'exec' '--bind' '/scratch' '--bind' "
+      "'/srv/data:/data:ro' '/shared/images/ablate.sif' "))
+      << PilotPayload(p, "h:1");
+}
+
+TEST(PilotJobTest, NoContainerNoLauncherWords) {
+  PoolConfig p = Pool();
+  EXPECT_TRUE(PilotPayload(p, "h:1").starts_with(
+      "exec srun --kill-on-bad-exit=0 '/opt/ablate/bin/ablate-worker' '--slurm'"));
+}
+
 TEST(PilotJobTest, TestOnlyAsksForTheSameShape) {
   EXPECT_THAT(PilotTestArgs(Pool(), 3),
               ElementsAre("sbatch", "--test-only", "--partition=gpu", "--nodes=3",

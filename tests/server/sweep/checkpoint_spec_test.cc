@@ -27,6 +27,7 @@ TEST(CheckpointEvery, DurationsAreKeptOnTheSweepInMs) {
   EXPECT_EQ(EveryMs("1h"), 3600000);
   EXPECT_EQ(EveryMs("1500ms"), 1500);
   EXPECT_EQ(EveryMs("\"30s\""), 30000);
+  EXPECT_EQ(EveryMs("1.5s"), 1500);  // the grammar of ablate-train --checkpoint-every too
 }
 
 TEST(CheckpointEvery, AbsentMeansNoCheckpoints) {
@@ -50,9 +51,10 @@ void ExpectRejected(const std::string& value, const std::string& column,
 }
 
 TEST(CheckpointEvery, BadValuesNameTheKeyAndWhy) {
-  ExpectRejected("10", "19", {"'10' has no unit", "e.g. 30s, 10m or 1h"});
+  ExpectRejected("10", "19", {"'10' has no unit", "write 10s for seconds"});
   ExpectRejected("ten-minutes", "19", {"'ten-minutes' is not a duration", "500ms, 30s, 5m or 2h"});
   ExpectRejected("10min", "19", {"not a duration"});
+  ExpectRejected("600steps", "19", {"'600steps' is not a duration"});
   ExpectRejected("-5m", "19", {"not a duration"});
   ExpectRejected("500ms", "19", {"too often", "at least 1s"});
   ExpectRejected("0s", "19", {"too often"});

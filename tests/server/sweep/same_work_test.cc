@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/rpc/compare_queries.h"
+#include "server/compare/compare_queries.h"
 #include "server/store/store.h"
 #include "server/sweep/sweep_spec.h"
 

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "server/core/code_snapshot.h"
-#include "server/core/script_command.h"
+#include "common/code_snapshot.h"
+#include "common/script_command.h"
 #include "server/sweep/sweep_spec.h"
 #include "tests/util/subprocess.h"
 
