@@ -291,7 +291,7 @@ all_phases() {
   all_run ops "$CAP_OPS"
   {
     echo "---- in $((SECONDS - t0)) s of the budget's $BUDGET s; the figures:"
-    grep -hE '^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]|^== .*exit|drift' \
+    grep -hE '^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]|^== .*exit|drift|gpu/envelope' \
       "$OUT/test.log" 2>/dev/null
     grep -hE 'ms/step|tok/s|MFU|^torch|^exit' "$OUT/torch.log" 2>/dev/null | cut -c1-160
     grep -hE '^== |exit|"event":"end"' "$OUT/e2e.log" 2>/dev/null | cut -c1-200
@@ -435,7 +435,8 @@ test_phase() {
   if [ -n "${ABLATE_FILTER:-}" ]; then  # a re-run of chosen tests only
     gtest "$CAP_TEST_MODEL" trainer_cuda_test --gtest_filter="$ABLATE_FILTER" 2>&1 |
       tee "$OUT/test.log" |
-      grep -E '^== |^\[  (FAILED|PASSED|SKIPPED) |Failure|drift'
+      grep -E '^== |^\[  (FAILED|PASSED|SKIPPED) |Failure|drift|gpu/envelope'
+    test_failed
     return
   fi
   {
@@ -451,7 +452,14 @@ test_phase() {
     if [ -x "$BIN/tests/trainer_multi_gpu_test" ]; then
       gtest "$CAP_TEST_NCCL" trainer_multi_gpu_test --gtest_filter="$ONE_GPU_FILTER"
     fi
-  } 2>&1 | tee "$OUT/test.log" | grep -E '^== |^\[  (FAILED|PASSED|SKIPPED) |Failure|drift'
+  } 2>&1 | tee "$OUT/test.log" | grep -E '^== |^\[  (FAILED|PASSED|SKIPPED) |Failure|drift|gpu/envelope'
+  test_failed
+}
+
+# The test phase's exit: 1 when any test binary in test.log exited non-zero (its last line
+# would otherwise be grep's status, and the summary would call a failing phase a pass).
+test_failed() {
+  ! grep -qE '^== [a-z_]+ exit [1-9]' "$OUT/test.log"
 }
 
 multi_phase() {

@@ -99,7 +99,7 @@ def ns_bf16(g, steps, coeffs):
 
 
 def synthetic_tokens(cfg, accum, B, T, device, gen):
-    vocab = cfg["vocab_size"]
+    vocab = R.embed_vocab(cfg)  # real token ids: the embedding's rows, not the padded head
     toks = torch.randint(0, vocab, (accum, B, T + 1), generator=gen)
     toks[toks == cfg["bos_token"]] = 0
     starts = torch.rand(accum, B, T + 1, generator=gen) < 1.0 / 500  # ~500-token documents
