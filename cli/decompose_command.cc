@@ -19,9 +19,8 @@
 
 #include "cli/table.h"
 #include "common/code_snapshot.h"
-#include "server/stats/plan_power.h"
-#include "server/sweep/decompose_scripts.h"
-#include "server/sweep/sweep_spec.h"
+#include "common/decompose/decompose_scripts.h"
+#include "common/plan_power.h"
 #include "common/spec/yaml_values.h"
 
 extern char** environ;
@@ -113,6 +112,33 @@ ScriptUploads UploadsOf(const v1::SubmitSweepRequest& req) {
     }
   }
   return out;
+}
+
+// What the sweep expands to, as the coordinator's dry run says (the one spec parser).
+struct SweepCounts {
+  std::string name;
+  int seeds = 0;
+  int variants = 0, runs = 0;
+};
+
+// Asks the coordinator to check and expand `req` without storing anything (as `ablate submit
+// --dry-run` does). nullopt, with the reason printed and `*rc` set, when it rejects the spec
+// (kExitRejected) or cannot be asked.
+std::optional<SweepCounts> ExpandOnCoordinator(Client& c, v1::SubmitSweepRequest req, int* rc) {
+  req.set_dry_run(true);
+  v1::SubmitSweepResponse resp;
+  grpc::Status s = c.stub().SubmitSweep(c.Context().get(), req, &resp);
+  if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    std::cerr << "ablate: decompose rejected:\n" << s.error_message() << "\n";
+    *rc = kExitRejected;
+    return std::nullopt;
+  }
+  if (!s.ok()) {
+    *rc = c.Fail(s, "decompose");
+    return std::nullopt;
+  }
+  return SweepCounts{resp.sweep().name(), resp.sweep().seeds(), resp.sweep().variants_size(),
+                     resp.runs_size()};
 }
 
 // py_compile over many files in one interpreter (each start costs tens of milliseconds, and a
@@ -340,12 +366,11 @@ std::optional<double> Fraction(std::string text) {
 }
 
 int PrintDryRun(const DecomposeOptions& o, const DecomposedScripts& parts,
-                const std::vector<ChangeCheck>& checks, const ExpandedSweep& sweep) {
+                const std::vector<ChangeCheck>& checks, const SweepCounts& sweep) {
   PrintChanges(parts, checks);
-  const size_t variants = sweep.variants.size();
-  std::cout << "\nsweep '" << sweep.sweep.name << "': " << variants << " variants x "
-            << sweep.sweep.seeds << " seeds = " << sweep.runs.size()
-            << " runs (FROM is the baseline)\n";
+  const int variants = sweep.variants;
+  std::cout << "\nsweep '" << sweep.name << "': " << variants << " variants x " << sweep.seeds
+            << " seeds = " << sweep.runs << " runs (FROM is the baseline)\n";
   Table t({"VARIANT", "ROLES", "CARRIES"});
   t.AddRow({"baseline", "from", "no change (FROM)"});
   for (const DecomposeVariant& v : parts.variants) {
@@ -382,7 +407,7 @@ int PrintDryRun(const DecomposeOptions& o, const DecomposedScripts& parts,
 }
 
 J DryRunJson(const DecomposedScripts& parts, const std::vector<ChangeCheck>& checks,
-             const ExpandedSweep& sweep) {
+             const SweepCounts& sweep) {
   J changes = J::array(), variants = J::array();
   for (size_t c = 0; c < checks.size(); ++c) {
     const ScriptChange& ch = parts.split.changes[c];
@@ -399,8 +424,8 @@ J DryRunJson(const DecomposedScripts& parts, const std::vector<ChangeCheck>& che
                         {"changes", carried},
                         {"diff", UnifiedDiff(parts.from, parts.snapshots[i])}});
   }
-  return {{"changes", changes}, {"variants", variants},
-          {"seeds", sweep.sweep.seeds}, {"runs", sweep.runs.size()}};
+  return {
+      {"changes", changes}, {"variants", variants}, {"seeds", sweep.seeds}, {"runs", sweep.runs}};
 }
 
 // Compiles FROM, TO and every change alone and left out; prints what cannot stand alone.
@@ -452,8 +477,8 @@ CLI::App* AddDecomposeCommand(CLI::App* app, DecomposeOptions* o, bool* json) {
                   "NAME=LINES: hunks meeting these TO line ranges are one change, e.g. "
                   "qkv=120-140,301-309 (repeatable)");
   sub->add_flag("--dry-run", o->dry_run,
-                "print the changes, the variants, their diffs and the runs; submit nothing (no "
-                "coordinator needed)");
+                "print the changes, the variants, their diffs and the runs; store nothing (the "
+                "coordinator checks the spec, as for submit --dry-run)");
   sub->add_option("--effect", o->effect, "with --dry-run: seeds to detect this change, e.g. 1%");
   sub->add_option("--sd", o->sd, "with --effect: run-to-run spread of time to target, e.g. 0.5%");
   sub->add_option("--python", o->python, "interpreter for py_compile")->capture_default_str();
@@ -479,12 +504,10 @@ int DecomposeCommand(Client& c, const DecomposeOptions& o) {
     }
     AddToRequest(path, *u, &req);
   }
+  int rc = kExitOk;
+  const std::optional<SweepCounts> sweep = ExpandOnCoordinator(c, req, &rc);
+  if (!sweep) return rc;
   const ScriptUploads uploads = UploadsOf(req);
-  absl::StatusOr<ExpandedSweep> sweep = ParseSweepSpec(*spec, req.file_name(), uploads);
-  if (!sweep.ok()) {
-    std::cerr << "ablate: decompose rejected:\n" << sweep.status().message() << "\n";
-    return kExitRejected;
-  }
   bool has_key = false;
   std::optional<DecomposedScripts> parts = Parts(*spec, uploads, req.file_name(), &has_key);
   if (!parts) return kExitRejected;

@@ -1,10 +1,11 @@
 // `ablate decompose FROM.py TO.py` (issue 29): which of a record's changes made it faster. Splits
-// the diff between the two scripts into changes (server/sweep/script_changes.h), checks every
+// the diff between the two scripts into changes (common/decompose/script_changes.h), checks every
 // variant before anything runs (the changes apply, and `python3 -m py_compile` passes), and
 // submits the script sweep of FROM, TO, each change added alone to FROM and each removed alone
 // from TO (the spec key `decompose:`, expanded by the coordinator through the one script-sweep
-// path). --dry-run prints the changes, the variants, each change's diff and the runs, without a
-// coordinator. `ablate submit` of a spec with `decompose:` runs the same checks first.
+// path). The coordinator checks the spec first (a dry run: nothing stored); --dry-run then prints
+// the changes, the variants, each change's diff and the runs, and stores nothing. `ablate submit`
+// of a spec with `decompose:` runs the same local checks first.
 #ifndef ABLATE_CLI_DECOMPOSE_COMMAND_H_
 #define ABLATE_CLI_DECOMPOSE_COMMAND_H_
 

@@ -35,7 +35,7 @@ std::vector<std::string> ScriptPaths(const std::string& spec_yaml) {
     if (ablations && ablations.IsSequence()) {
       for (size_t i = 0; i < ablations.size() && i < 10000; ++i) AddScript(ablations[i], &paths);
     }
-    // decompose: {from, to} (server/sweep/decompose_spec.h): both files travel like scripts.
+    // decompose: {from, to} (common/decompose/decompose_spec.h): both files travel like scripts.
     YAML::Node decompose = root["decompose"];
     if (decompose && decompose.IsMap()) {
       for (const char* key : {"from", "to"}) AddPath(decompose[key], &paths);

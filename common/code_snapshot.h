@@ -6,6 +6,7 @@
 #define ABLATE_COMMON_CODE_SNAPSHOT_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,16 @@ struct SnapshotFile {
 
 // Sorted by path, paths unique (SortSnapshot makes it so).
 using Snapshot = std::vector<SnapshotFile>;
+
+// What the client read for one `script:` (or `decompose:` from/to) value of a spec: the files,
+// or why it could not (`error`, e.g. "no such file or folder: /home/me/train_gpt.py" or "holds
+// 17000000 bytes; ..."). The request carries them; the coordinator checks them.
+struct ScriptUpload {
+  std::string error;
+  Snapshot files;
+};
+// Keyed by the value exactly as the spec writes it.
+using ScriptUploads = std::map<std::string, ScriptUpload>;
 
 void SortSnapshot(Snapshot* files);
 int64_t SnapshotBytes(const Snapshot& files);

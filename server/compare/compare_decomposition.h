@@ -1,8 +1,9 @@
 // The decomposition table of `ablate compare` (issue 29): for a sweep expanded from `decompose:`
-// (server/sweep/decompose_spec.h), each change's add-one-in and leave-one-out effect on time to
+// (common/decompose/decompose_spec.h), each change's add-one-in and leave-one-out effect on time to
 // target, steps to target and ms/step, and whether the parts add up (server/stats/decomposition.h
 // has the statistics). The variants say which changes they carry in their diff_json
-// ("script": {"decompose": {"changes": [...], "all": [...], "roles": [...]}}); FROM is the baseline.
+// ("script": {"decompose": {"changes": [...], "all": [...], "roles": [...]}}); FROM is the
+// baseline.
 #ifndef ABLATE_SERVER_COMPARE_COMPARE_DECOMPOSITION_H_
 #define ABLATE_SERVER_COMPARE_COMPARE_DECOMPOSITION_H_
 

@@ -5,9 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/decompose/decompose_scripts.h"
 #include "common/script_command.h"
-#include "server/sweep/decompose_scripts.h"
-
 #include "trainer/config/knob_schema.h"
 
 namespace ablate {

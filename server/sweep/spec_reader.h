@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/decompose/decompose_spec.h"
 #include "common/spec/spec_errors.h"
-#include "server/sweep/decompose_spec.h"
 #include "server/sweep/knob_set_reader.h"
 #include "server/sweep/script_spec.h"
 #include "trainer/config/presets.h"
@@ -75,7 +75,8 @@ struct ParsedSpec {
   SpecPosition ablations_position;
   std::vector<GridAxis> grid;
   SpecPosition grid_position;
-  // `decompose:` (decompose_spec.h): the variants come from the diff of two scripts.
+  // `decompose:` (common/decompose/decompose_spec.h): the variants come from the diff of two
+  // scripts.
   std::optional<DecomposeSpec> decompose;
 };
 

@@ -45,7 +45,7 @@ inline constexpr SweepKey kSweepKeys[] = {
     {"ablations", ScriptUse::kOwn, "{name, set}, or {name, script keys}"},
     {"decompose", ScriptUse::kOwn,
      "script sweeps only: {from, to, groups} expands the diff of two scripts into variants "
-     "(decompose_spec.h); a spec with it is a script sweep"},
+     "(common/decompose/decompose_spec.h); a spec with it is a script sweep"},
     {"grid", ScriptUse::kRefused,
      "grid varies knobs of the built-in trainer; with a script baseline, list the variants under "
      "ablations"},

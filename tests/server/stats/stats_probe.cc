@@ -33,10 +33,10 @@
 #include <string>
 #include <vector>
 
+#include "common/plan_power.h"
 #include "server/stats/confound.h"
 #include "server/stats/decomposition.h"
 #include "server/stats/holm.h"
-#include "server/stats/plan_power.h"
 #include "server/stats/sample_stats.h"
 #include "server/stats/t_tests.h"
 #include "server/stats/variant_stats.h"

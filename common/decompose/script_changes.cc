@@ -1,5 +1,5 @@
 // Splitting a script diff into changes and rebuilding FROM with some of them.
-#include "server/sweep/script_changes.h"
+#include "common/decompose/script_changes.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,18 +1,19 @@
 // The scripts of a decomposition (issue 29): FROM and TO read from the request's uploads, the
 // diff split into changes (script_changes.h), and one snapshot per variant, each checked: the
-// changes apply to FROM and all of them together rebuild TO byte for byte. The script expander
-// turns them into variants (script_expander.h); the CLI also compiles each before submitting.
-#ifndef ABLATE_SERVER_SWEEP_DECOMPOSE_SCRIPTS_H_
-#define ABLATE_SERVER_SWEEP_DECOMPOSE_SCRIPTS_H_
+// changes apply to FROM and all of them together rebuild TO byte for byte. The coordinator's
+// script expander turns them into variants (server/sweep/script_expander.h); the CLI builds the
+// same ones to compile each before submitting (cli/decompose_command.h). In common/ because both
+// use it. Pure: no file system, no processes.
+#ifndef ABLATE_COMMON_DECOMPOSE_DECOMPOSE_SCRIPTS_H_
+#define ABLATE_COMMON_DECOMPOSE_DECOMPOSE_SCRIPTS_H_
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/code_snapshot.h"
-#include "server/sweep/decompose_spec.h"
-#include "server/sweep/script_changes.h"
-#include "server/sweep/script_spec.h"
+#include "common/decompose/decompose_spec.h"
+#include "common/decompose/script_changes.h"
 #include "common/spec/spec_errors.h"
 
 namespace ablate {
@@ -37,4 +38,4 @@ std::optional<DecomposedScripts> DecomposeScripts(const DecomposeSpec& spec,
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_SWEEP_DECOMPOSE_SCRIPTS_H_
+#endif  // ABLATE_COMMON_DECOMPOSE_DECOMPOSE_SCRIPTS_H_

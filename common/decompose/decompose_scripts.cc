@@ -1,5 +1,5 @@
 // FROM and TO from the uploads, split, and rebuilt once per variant.
-#include "server/sweep/decompose_scripts.h"
+#include "common/decompose/decompose_scripts.h"
 
 #include <utility>
 

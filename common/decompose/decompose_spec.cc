@@ -1,5 +1,5 @@
 // Reading the `decompose:` key of a sweep spec.
-#include "server/sweep/decompose_spec.h"
+#include "common/decompose/decompose_spec.h"
 
 #include <algorithm>
 #include <string_view>

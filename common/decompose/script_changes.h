@@ -1,6 +1,6 @@
 // Decomposing a record (issue 29): the diff between two versions of a training script (FROM and
 // TO) split into changes, and FROM rebuilt with any subset of them. `ablate decompose` and the
-// spec key `decompose:` (script_expander.h) expand a script sweep from these variants:
+// spec key `decompose:` (server/sweep/script_expander.h) expand a script sweep from these variants:
 // FROM (the baseline), TO, each change added alone to FROM (add-one-in) and each change removed
 // alone from TO (leave-one-out).
 //
@@ -16,8 +16,8 @@
 // first hunk.
 //
 // Pure functions over text; no file system, no processes (the CLI compiles the variants).
-#ifndef ABLATE_SERVER_SWEEP_SCRIPT_CHANGES_H_
-#define ABLATE_SERVER_SWEEP_SCRIPT_CHANGES_H_
+#ifndef ABLATE_COMMON_DECOMPOSE_SCRIPT_CHANGES_H_
+#define ABLATE_COMMON_DECOMPOSE_SCRIPT_CHANGES_H_
 
 #include <string>
 #include <string_view>
@@ -94,4 +94,4 @@ std::vector<DecomposeVariant> DecomposeVariants(const std::vector<ScriptChange>&
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_SWEEP_SCRIPT_CHANGES_H_
+#endif  // ABLATE_COMMON_DECOMPOSE_SCRIPT_CHANGES_H_

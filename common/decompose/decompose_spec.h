@@ -7,11 +7,12 @@
 //     groups:               # optional: hunks that are one change, by TO line ranges
 //       merged-qkv: "120-140,301-309"
 //
-// The variants (script_expander.h) are FROM (the baseline), TO, each change added alone to FROM
-// and each removed alone from TO; a spec with `decompose` lists no `ablations` and no `grid`.
-// Both files come with the request as `script:` files do (ScriptUploads, keyed by the value).
-#ifndef ABLATE_SERVER_SWEEP_DECOMPOSE_SPEC_H_
-#define ABLATE_SERVER_SWEEP_DECOMPOSE_SPEC_H_
+// The variants (server/sweep/script_expander.h) are FROM (the baseline), TO, each change added
+// alone to FROM and each removed alone from TO; a spec with `decompose` lists no `ablations` and
+// no `grid`. Both files come with the request as `script:` files do (ScriptUploads,
+// common/code_snapshot.h, keyed by the value).
+#ifndef ABLATE_COMMON_DECOMPOSE_DECOMPOSE_SPEC_H_
+#define ABLATE_COMMON_DECOMPOSE_DECOMPOSE_SPEC_H_
 
 #include <yaml-cpp/yaml.h>
 
@@ -19,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "server/sweep/script_changes.h"
+#include "common/decompose/script_changes.h"
 #include "common/spec/spec_errors.h"
 
 namespace ablate {
@@ -36,4 +37,4 @@ std::optional<DecomposeSpec> ReadDecomposeSpec(const YAML::Node& node, SpecError
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_SWEEP_DECOMPOSE_SPEC_H_
+#endif  // ABLATE_COMMON_DECOMPOSE_DECOMPOSE_SPEC_H_
