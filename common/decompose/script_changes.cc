@@ -171,8 +171,8 @@ std::optional<std::pair<int, int>> ParseRange(std::string_view part) {
 
 absl::StatusOr<ChangeGroup> ParseChangeRanges(std::string name, std::string_view ranges) {
   if (!IsChangeName(name)) {
-    return absl::InvalidArgumentError("group name '" + name +
-                                      "' is invalid: use 1 to 40 characters from A-Z a-z 0-9 . _ -");
+    return absl::InvalidArgumentError(
+        "group name '" + name + "' is invalid: use 1 to 40 characters from A-Z a-z 0-9 . _ -");
   }
   ChangeGroup g{std::move(name), {}};
   while (true) {
