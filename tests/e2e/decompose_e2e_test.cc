@@ -173,5 +173,21 @@ TEST_F(DecomposeE2eTest, AChangeThatCannotStandAloneIsReportedAndNothingIsSubmit
   EXPECT_EQ(merged.exit_code, 0) << merged.err;
 }
 
+// The spec is checked by the coordinator's one parser (a dry run, nothing stored), before any
+// variant is compiled, with --dry-run or without.
+TEST_F(DecomposeE2eTest, ABaseSpecTheCoordinatorRejectsIsReportedAndNothingIsStored) {
+  WriteFile(Root() + "/base.yaml", std::string(kBaseSpec) + "seedz: 3\n");
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--dry-run"}, std::vector<std::string>{}}) {
+    ProcessResult r = Decompose(extra);
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_NE(r.err.find("decompose rejected:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("base.yaml:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("seedz"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("FROM -> TO"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(cli_.Run({"sweeps"}).out.find("no sweeps yet"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ablate::testing
