@@ -8,6 +8,7 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/decompose_command.h"
 
 namespace {
 
@@ -44,6 +45,7 @@ struct Args {
   std::string metric = "both", format, out_path = "-";
   bool csv = false;
   std::string plan_target, effect, sd;
+  ablate::DecomposeOptions decompose;
 };
 
 void AddGlobalOptions(CLI::App& app, Args& a) {
@@ -62,6 +64,7 @@ void AddSweepCommands(CLI::App& app, Args& a) {
       "submit", "validate a YAML sweep spec, expand it into runs and store it");
   submit->add_option("SPEC", a.spec, "spec file (YAML), or - for stdin")->required();
   submit->add_flag("--dry-run", a.dry_run, "validate and show the expansion; store nothing");
+  ablate::AddDecomposeCommand(&app, &a.decompose, &a.client.json);
   CLI::App* sweeps = app.add_subcommand("sweeps", "list sweeps, newest first");
   sweeps->add_option("--state", a.state, "queued|running|succeeded|failed|cancelled");
   sweeps->add_option("--tag", a.tag, "only sweeps with this tag");
@@ -178,6 +181,7 @@ std::optional<int> RunLocal(const std::string& name, Args& a) {
 
 int RunWithServer(const std::string& name, ablate::Client& c, const Args& a) {
   if (name == "submit") return ablate::SubmitCommand(c, a.spec, a.dry_run);
+  if (name == "decompose") return ablate::DecomposeCommand(c, a.decompose);
   if (name == "sweeps") return ablate::SweepsCommand(c, a.state, a.tag, a.limit);
   if (name == "sweep") return ablate::SweepCommand(c, a.id);
   if (name == "runs") return ablate::RunsCommand(c, a.sweep_id, a.state);

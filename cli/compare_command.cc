@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/csv.h"
+#include "cli/decompose_command.h"
 #include "cli/table.h"
 
 namespace ablate {
@@ -282,6 +283,7 @@ int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool 
     PrintCsv(resp, columns);
   } else {
     PrintTable(resp, columns);
+    if (resp.has_decomposition()) PrintDecomposition(resp.decomposition(), std::cout);
   }
   return kExitOk;
 }

@@ -12,13 +12,15 @@
 namespace ablate {
 namespace {
 
-void AddScript(const YAML::Node& entry, std::vector<std::string>* out) {
-  if (!entry.IsMap()) return;
-  YAML::Node script = entry["script"];
+void AddPath(const YAML::Node& script, std::vector<std::string>* out) {
   if (!script || !script.IsScalar()) return;
   if (std::find(out->begin(), out->end(), script.Scalar()) == out->end()) {
     out->push_back(script.Scalar());
   }
+}
+
+void AddScript(const YAML::Node& entry, std::vector<std::string>* out) {
+  if (entry.IsMap()) AddPath(entry["script"], out);
 }
 
 }  // namespace
@@ -32,6 +34,11 @@ std::vector<std::string> ScriptPaths(const std::string& spec_yaml) {
     YAML::Node ablations = root["ablations"];
     if (ablations && ablations.IsSequence()) {
       for (size_t i = 0; i < ablations.size() && i < 10000; ++i) AddScript(ablations[i], &paths);
+    }
+    // decompose: {from, to} (common/decompose/decompose_spec.h): both files travel like scripts.
+    YAML::Node decompose = root["decompose"];
+    if (decompose && decompose.IsMap()) {
+      for (const char* key : {"from", "to"}) AddPath(decompose[key], &paths);
     }
   } catch (const YAML::Exception&) {
     paths.clear();  // the coordinator reports the spec's YAML error with its position

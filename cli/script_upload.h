@@ -12,7 +12,8 @@
 
 namespace ablate {
 
-// The distinct `script:` values of baseline and ablations, in spec order. A spec that does not
+// The distinct `script:` values of baseline and ablations, then decompose's from and to, in spec
+// order. A spec that does not
 // parse as YAML names none (the coordinator reports its syntax error).
 std::vector<std::string> ScriptPaths(const std::string& spec_yaml);
 

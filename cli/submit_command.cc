@@ -9,6 +9,7 @@
 
 #include "cli/command_text.h"
 #include "cli/commands.h"
+#include "cli/decompose_command.h"
 #include "cli/script_upload.h"
 #include "cli/sweep_text.h"
 #include "cli/table.h"
@@ -96,6 +97,8 @@ int SubmitCommand(Client& c, const std::string& path, bool dry_run) {
   req.set_dry_run(dry_run);
   AddScriptUploads(text, path == "-" ? "." : std::filesystem::path(path).parent_path().string(),
                    &req);
+  // A `decompose:` spec: every variant compiles before anything is stored (issue 29).
+  if (!CheckDecomposeRequest(req, "python3")) return kExitRejected;
   v1::SubmitSweepResponse resp;
   if (std::optional<int> done = c.Answer(SubmitRequest(c, req, &resp), resp, "spec " + path)) {
     return *done;

@@ -293,6 +293,16 @@ absl::Status WriteSnapshot(const Snapshot& files, const std::string& dir) {
   return absl::OkStatus();
 }
 
+std::optional<std::vector<LineEdit>> DiffLines(const std::vector<std::string_view>& from,
+                                               const std::vector<std::string_view>& to) {
+  std::optional<std::vector<Op>> ops = LineOps(from, to);
+  if (!ops) return std::nullopt;
+  std::vector<LineEdit> out;
+  out.reserve(ops->size());
+  for (const Op& op : *ops) out.push_back({op.kind, op.a, op.b, op.line});
+  return out;
+}
+
 std::string UnifiedDiff(const Snapshot& from, const Snapshot& to) {
   std::map<std::string, std::pair<const SnapshotFile*, const SnapshotFile*>> files;
   for (const SnapshotFile& f : from) files[InScript(f.path)].first = &f;

@@ -6,6 +6,8 @@
 #define ABLATE_COMMON_CODE_SNAPSHOT_H_
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +31,16 @@ struct SnapshotFile {
 
 // Sorted by path, paths unique (SortSnapshot makes it so).
 using Snapshot = std::vector<SnapshotFile>;
+
+// What the client read for one `script:` (or `decompose:` from/to) value of a spec: the files,
+// or why it could not (`error`, e.g. "no such file or folder: /home/me/train_gpt.py" or "holds
+// 17000000 bytes; ..."). The request carries them; the coordinator checks them.
+struct ScriptUpload {
+  std::string error;
+  Snapshot files;
+};
+// Keyed by the value exactly as the spec writes it.
+using ScriptUploads = std::map<std::string, ScriptUpload>;
 
 void SortSnapshot(Snapshot* files);
 int64_t SnapshotBytes(const Snapshot& files);
@@ -60,6 +72,20 @@ absl::Status WriteSnapshot(const Snapshot& files, const std::string& dir);
 // renamed script (train_gpt.py -> train_gpt_myidea.py) diffs against its original.
 // Files too large to compare line by line get one line saying that they differ.
 std::string UnifiedDiff(const Snapshot& from, const Snapshot& to);
+
+// One line of a line diff: kind ' ' (in both), '-' (only in `from`), '+' (only in `to`);
+// from_line / to_line are the 0-based counts of `from` / `to` lines before it.
+struct LineEdit {
+  char kind;
+  int from_line, to_line;
+  std::string_view text;
+};
+
+// The line diff (longest common subsequence, removals before additions as diff -u prints them)
+// behind UnifiedDiff, over lines the caller has split; the views point into `from` and `to`.
+// nullopt when the files are too large to compare line by line.
+std::optional<std::vector<LineEdit>> DiffLines(const std::vector<std::string_view>& from,
+                                               const std::vector<std::string_view>& to);
 
 }  // namespace ablate
 

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "server/compare/compare_decomposition.h"
 #include "server/convert/convert.h"
 #include "server/stats/confound.h"
 #include "server/stats/record_rule.h"
@@ -469,6 +470,13 @@ absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store
     row->set_verdict(kBaselineVerdict);
   }
   FillAblations(*rows, target, ctx, hardware, &out);
+  std::vector<VariantOutcomes> ablations;  // a decomposed record's table (issue 29)
+  for (const VariantRows& a : rows->ablations) ablations.push_back({&a.variant, a.outcomes});
+  const std::optional<VariantOutcomes> from =
+      rows->baseline ? std::optional<VariantOutcomes>({&rows->baseline->variant,
+                                                       rows->baseline->outcomes})
+                     : std::nullopt;
+  FillDecomposition(from ? &*from : nullptr, ablations, &out);
   return out;
 }
 

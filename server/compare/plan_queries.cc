@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/stats/plan_power.h"
+#include "common/plan_power.h"
 #include "server/stats/sample_stats.h"
 #include "server/sweep/sweep_spec.h"
 

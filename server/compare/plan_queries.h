@@ -1,5 +1,5 @@
 // `ablate plan` on the server: the seeds a sweep needs to detect a relative change in time to
-// target with 80% power, and what they cost (server/stats/plan_power.h does the statistics).
+// target with 80% power, and what they cost (common/plan_power.h does the statistics).
 //
 // The standard deviation comes from every succeeded run, in any sweep, whose variant has the
 // sweep's baseline config (same config hash, seed excluded) and reached the target; at least 2

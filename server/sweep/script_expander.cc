@@ -5,8 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/decompose/decompose_scripts.h"
 #include "common/script_command.h"
-
 #include "trainer/config/knob_schema.h"
 
 namespace ablate {
@@ -31,8 +31,10 @@ class ScriptExpander {
   std::optional<std::string> Resolve(const ScriptSettings& s);
   std::optional<J> Build(const ScriptSettings& own, const J* base);
   void AddVariant(const std::string& name, const J& config, const ScriptSettings& s,
-                  bool same_work = false);
+                  bool same_work = false, const J& decompose = J());
   J Diff(const J& from, const J& to) const;
+  std::string Keep(const Snapshot& files);
+  void AddDecomposition(const DecomposedScripts& parts);
   bool CheckArgsPlace(const J& script, const ScriptSettings& own);
   bool CheckProcesses(const J& script, const ScriptSettings& own);
 
@@ -50,9 +52,17 @@ std::optional<double> ScriptExpander::Build() {
   if (!CheckShape()) return std::nullopt;
   std::optional<J> base = Build(spec_.baseline_script, nullptr);
   if (!base) return std::nullopt;
+  std::optional<DecomposedScripts> parts;
+  if (spec_.decompose) {
+    parts = DecomposeScripts(*spec_.decompose, uploads_, errors_);
+    if (!parts) return std::nullopt;
+    (*base)["script"]["path"] = parts->path;
+    (*base)["script"]["snapshot"] = Keep(parts->from);
+  }
   baseline_ = *base;
   baseline_hash_ = ConfigHash(baseline_);
   if (spec_.include_baseline) AddVariant("baseline", baseline_, spec_.baseline_script);
+  if (parts) AddDecomposition(*parts);
   for (const AblationSpec& a : spec_.ablations) {
     if (a.name.empty()) continue;  // already reported
     J inherited = baseline_;
@@ -192,7 +202,7 @@ bool ScriptExpander::CheckProcesses(const J& script, const ScriptSettings& own) 
 }
 
 void ScriptExpander::AddVariant(const std::string& name, const J& config, const ScriptSettings& s,
-                                bool same_work) {
+                                bool same_work, const J& decompose) {
   std::string hash = ConfigHash(config);
   std::string problem;
   if (name != "baseline" && hash == baseline_hash_) {
@@ -211,9 +221,35 @@ void ScriptExpander::AddVariant(const std::string& name, const J& config, const 
   v.config_json = CanonicalJson(config);
   v.config_hash = hash;
   // A diff of non-UTF-8 files is shown with U+FFFD for the bytes JSON cannot carry.
-  v.diff_json = Diff(baseline_, config).dump(-1, ' ', false, J::error_handler_t::replace);
+  J diff = Diff(baseline_, config);
+  if (!decompose.is_null()) diff["script"]["decompose"] = decompose;
+  v.diff_json = diff.dump(-1, ' ', false, J::error_handler_t::replace);
   v.same_work = same_work;
   out_.variants.push_back(std::move(v));
+}
+
+// The snapshot's hash; its files kept for the store.
+std::string ScriptExpander::Keep(const Snapshot& files) {
+  std::string hash = SnapshotHash(files);
+  out_.snapshots.emplace(hash, files);
+  return hash;
+}
+
+// TO, add-one-in and leave-one-out variants: the baseline's config with the variant's script.
+// Each diff says which changes the variant carries (the comparison's decomposition reads it).
+void ScriptExpander::AddDecomposition(const DecomposedScripts& parts) {
+  J all = J::array();
+  for (const ScriptChange& c : parts.split.changes) all.push_back(c.name);
+  for (size_t i = 0; i < parts.variants.size(); ++i) {
+    const DecomposeVariant& v = parts.variants[i];
+    J config = baseline_;
+    config["script"]["snapshot"] = Keep(parts.snapshots[i]);
+    J carried = J::array();
+    for (int c : v.changes) carried.push_back(parts.split.changes[c].name);
+    AddVariant(v.name, config, spec_.baseline_script, false,
+               {{"changes", carried}, {"all", all}, {"roles", v.roles}});
+  }
+  for (const std::string& note : parts.split.notes) out_.notes.push_back("decompose: " + note);
 }
 
 J ScriptExpander::Diff(const J& from_config, const J& to_config) const {

@@ -18,8 +18,8 @@
 //     - {name: lr-2x, args: [--lr, "0.02"], same_work: true}  # same_work (an ablation key,
 //       # sweep_keys.h kAblationEntryKeys): it does the baseline's work per step
 //
-// The files themselves come with the request (ScriptUploads): the CLI reads them next to the
-// spec; the coordinator never reads the client's file system.
+// The files themselves come with the request (ScriptUploads, common/code_snapshot.h): the CLI
+// reads them next to the spec; the coordinator never reads the client's file system.
 #ifndef ABLATE_SERVER_SWEEP_SCRIPT_SPEC_H_
 #define ABLATE_SERVER_SWEEP_SCRIPT_SPEC_H_
 
@@ -42,15 +42,6 @@ inline constexpr std::string_view kScriptKeys[] = {"script",     "launch",    "c
 
 // The most processes a CPU torchrun gang (`processes:`) may start on one node.
 inline constexpr int kMaxScriptProcesses = 64;
-
-// What the client read for one `script:` value: the files, or why it could not (`error`, e.g.
-// "no such file or folder: /home/me/train_gpt.py" or "holds 17000000 bytes; ...").
-struct ScriptUpload {
-  std::string error;
-  Snapshot files;
-};
-// Keyed by the `script:` value exactly as the spec writes it.
-using ScriptUploads = std::map<std::string, ScriptUpload>;
 
 // The script keys one baseline or ablation sets; unset ones inherit (ablations from the
 // baseline, the baseline from the defaults).

@@ -56,6 +56,7 @@ class SpecReader {
   void ReadTags(const YAML::Node& node);
   void ReadBaseline(const YAML::Node& node);
   void CheckScriptBaseline(Entries& e);
+  void CheckDecompose(Entries& top);
   void ReadAblations(const YAML::Node& node);
   void ReadAblation(const YAML::Node& node, size_t index);
   void ReadGrid(const YAML::Node& node);
@@ -85,7 +86,8 @@ ParsedSpec SpecReader::Read(const YAML::Node& root) {
   Entries top = CheckedEntries(root, "", kTopLevelKeys, errors_);
   for (const auto& [name, entry] : top) spec_.key_positions[name] = PositionOf(entry.key);
   for (const char* required : {"name", "baseline"}) {
-    if (!top.count(required)) {
+    // With decompose, the baseline is decompose.from and its map (launch, args, ...) optional.
+    if (!top.count(required) && !(top.count("decompose") && required == std::string("baseline"))) {
       errors_->Add(root, required, std::string("missing required key '") + required + "'");
     }
   }
@@ -93,6 +95,7 @@ ParsedSpec SpecReader::Read(const YAML::Node& root) {
   if (top.count("baseline")) ReadBaseline(top["baseline"].value);
   if (top.count("ablations")) ReadAblations(top["ablations"].value);
   if (top.count("grid")) ReadGrid(top["grid"].value);
+  if (top.count("decompose")) CheckDecompose(top);
   return spec_;
 }
 
@@ -140,6 +143,22 @@ void SpecReader::ReadSettings(const Entries& top) {
   if (top.count("pool")) spec_.pool = ReadName(node("pool"), "pool", "pool name", errors_).value_or("");
   if (top.count("checkpoint_every")) ReadCheckpointEvery(node("checkpoint_every"));
   if (top.count("tags")) ReadTags(node("tags"));
+  if (top.count("decompose")) spec_.decompose = ReadDecomposeSpec(node("decompose"), errors_);
+}
+
+// A decomposition generates its variants: the spec lists none, and the baseline's script is
+// decompose.from.
+void SpecReader::CheckDecompose(Entries& top) {
+  for (const char* key : {"ablations", "grid"}) {
+    if (!top.count(key)) continue;
+    errors_->Add(top[key].key, key,
+                 std::string(key) + " cannot go with decompose: the variants are FROM, TO and "
+                 "each change added to FROM alone and removed from TO alone");
+  }
+  if (spec_.baseline_script.where.count("script")) {
+    errors_->Add(spec_.baseline_script.where.at("script"), "baseline.script",
+                 "with decompose the baseline runs decompose.from; remove baseline.script");
+  }
 }
 
 // Tags are listed by `ablate sweeps` and the dashboard: a bounded number of printable strings.
@@ -257,7 +276,7 @@ void SpecReader::ReadBaseline(const YAML::Node& node) {
 void SpecReader::CheckScriptBaseline(Entries& e) {
   const ScriptSettings& script = spec_.baseline_script;
   if (!script.any()) return;
-  if (!script.where.count("script")) {
+  if (!script.where.count("script") && !spec_.decompose) {
     std::string key = script.where.begin()->first;
     errors_->Add(script.where.begin()->second, KeyPath("baseline", key),
                  key + " belongs to a script run; name the script with baseline.script");

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/decompose/decompose_spec.h"
 #include "common/spec/spec_errors.h"
 #include "server/sweep/knob_set_reader.h"
 #include "server/sweep/script_spec.h"
@@ -74,6 +75,9 @@ struct ParsedSpec {
   SpecPosition ablations_position;
   std::vector<GridAxis> grid;
   SpecPosition grid_position;
+  // `decompose:` (common/decompose/decompose_spec.h): the variants come from the diff of two
+  // scripts.
+  std::optional<DecomposeSpec> decompose;
 };
 
 // Reads `root` (the spec's single YAML document). Every problem is added to `errors`.

@@ -314,7 +314,7 @@ J RunConfig(const Variant& variant, int seed) {
 }
 
 SweepKind KindOf(const ParsedSpec& spec) {
-  if (spec.baseline_script.any()) return SweepKind::kScript;
+  if (spec.baseline_script.any() || spec.decompose) return SweepKind::kScript;
   for (const AblationSpec& a : spec.ablations) {
     if (a.script.any()) return SweepKind::kScript;
   }

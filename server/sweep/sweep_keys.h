@@ -43,6 +43,9 @@ inline constexpr SweepKey kSweepKeys[] = {
      "default: none for a script sweep unless a variant sets data_link (then fineweb10B)"},
     {"tags", ScriptUse::kSame, ""},
     {"ablations", ScriptUse::kOwn, "{name, set}, or {name, script keys}"},
+    {"decompose", ScriptUse::kOwn,
+     "script sweeps only: {from, to, groups} expands the diff of two scripts into variants "
+     "(common/decompose/decompose_spec.h); a spec with it is a script sweep"},
     {"grid", ScriptUse::kRefused,
      "grid varies knobs of the built-in trainer; with a script baseline, list the variants under "
      "ablations"},

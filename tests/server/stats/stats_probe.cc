@@ -15,6 +15,14 @@
 //                           the Welch fields of steps and of ms/step, A against B (5 nan each
 //                           where there is no test)
 //   anova G... ; G... ;  -> one-way ANOVA over the groups: F p df_between df_within ("none")
+//   contrast W X... ; W X... ; ...
+//                        -> LinearContrast, each group a weight then its values: t p df
+//                           estimate ci_half_width ("none")
+//   decomp K ; FROM... ; TO... ; ADD_1... ; ... ; ADD_K... ; DROP_1... ; ... ; DROP_K...
+//                        -> Decompose on time to target (every run reached; steps = time/100,
+//                           ms/step 100): per change, add-one-in difference ci_half_width p
+//                           p_holm then the same for leave-one-out; then the interaction's
+//                           estimate ci_half_width p, total and sum_of_singles (nan: none)
 //   power N D            -> TwoSampleTPower(N, D)
 //   seeds D              -> SeedsForPower(D) ("none")
 #include <cmath>
@@ -25,9 +33,10 @@
 #include <string>
 #include <vector>
 
+#include "common/plan_power.h"
 #include "server/stats/confound.h"
+#include "server/stats/decomposition.h"
 #include "server/stats/holm.h"
-#include "server/stats/plan_power.h"
 #include "server/stats/sample_stats.h"
 #include "server/stats/t_tests.h"
 #include "server/stats/variant_stats.h"
@@ -120,6 +129,67 @@ void PrintAnova(const std::string& rest) {
   PrintAll({r->f, r->p_value, r->df_between, r->df_within});
 }
 
+std::vector<std::vector<double>> Groups(const std::string& rest) {
+  std::vector<std::vector<double>> groups;
+  std::istringstream in(rest);
+  for (std::string part; std::getline(in, part, ';');) groups.push_back(Numbers(part));
+  return groups;
+}
+
+void PrintContrast(const std::string& rest) {
+  const std::vector<std::vector<double>> groups = Groups(rest);
+  std::vector<ContrastTerm> terms;
+  for (const std::vector<double>& g : groups) {
+    terms.push_back({g.at(0), std::span<const double>(g).subspan(1)});
+  }
+  PrintTest(LinearContrast(terms));
+}
+
+std::vector<RunOutcome> Timed(const std::vector<double>& times) {
+  std::vector<RunOutcome> runs;
+  for (size_t i = 0; i < times.size(); ++i) {
+    RunOutcome r;
+    r.seed = static_cast<int>(i);
+    r.final_val_loss = 3.27;
+    r.reached_target = true;
+    r.time_to_target_ms = times[i];
+    r.steps_to_target = times[i] / 100;
+    r.mean_step_ms = 100;
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+void AppendEffect(const MetricComparison& c, std::vector<double>& out) {
+  const double nan = std::nan("");
+  out.insert(out.end(), {c.difference.value_or(nan), c.welch ? c.welch->ci_half_width : nan,
+                         c.welch ? c.welch->p_value : nan, c.welch_p_holm.value_or(nan)});
+}
+
+void PrintDecomposition(const std::string& rest) {
+  const std::vector<std::vector<double>> groups = Groups(rest);
+  const size_t k = static_cast<size_t>(groups.at(0).at(0));
+  std::vector<std::vector<RunOutcome>> runs;
+  for (size_t i = 1; i < groups.size(); ++i) runs.push_back(Timed(groups[i]));
+  DecompositionRuns d{runs.at(0), runs.at(1), {}, {}};
+  for (size_t c = 0; c < k; ++c) {
+    d.add_one_in.push_back(runs.at(2 + c));
+    d.leave_one_out.push_back(runs.at(2 + k + c));
+  }
+  const MetricDecomposition time = Decompose(d).at(0);
+  std::vector<double> out;
+  for (size_t c = 0; c < k; ++c) {
+    AppendEffect(time.add_one_in[c], out);
+    AppendEffect(time.leave_one_out[c], out);
+  }
+  const double nan = std::nan("");
+  const std::optional<TTestResult>& i = time.interaction;
+  out.insert(out.end(), {i ? i->difference : nan, i ? i->ci_half_width : nan,
+                         i ? i->p_value : nan, time.total.value_or(nan),
+                         time.sum_of_singles.value_or(nan)});
+  PrintAll(out);
+}
+
 void Answer(const std::string& kind, const std::string& left, const std::string& right) {
   const std::vector<double> a = Numbers(left), b = Numbers(right);
   if (kind == "split") return PrintSplit(a, b);
@@ -154,6 +224,14 @@ int main() {
     const size_t space = line.find(' ');
     const std::string kind = line.substr(0, space);
     const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
+    if (kind == "contrast") {
+      ablate::PrintContrast(rest);
+      continue;
+    }
+    if (kind == "decomp") {
+      ablate::PrintDecomposition(rest);
+      continue;
+    }
     if (kind == "anova") {
       ablate::PrintAnova(rest);
       continue;

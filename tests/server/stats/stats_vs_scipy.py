@@ -210,6 +210,60 @@ def power_cases():
     return cases
 
 
+def contrast_ref(terms):
+    """A linear contrast of independent means with Welch-Satterthwaite df (decomposition.h)."""
+    est = sum(w * np.mean(x) for w, x in terms)
+    qs = [w * w * np.var(x, ddof=1) / len(x) for w, x in terms]
+    se2 = sum(qs)
+    df = se2 ** 2 / sum(q * q / (len(x) - 1) for q, (_, x) in zip(qs, terms))
+    t = est / math.sqrt(se2)
+    return [t, 2 * stats.t.sf(abs(t), df), df, est, stats.t.ppf(0.975, df) * math.sqrt(se2)]
+
+
+def contrast_text(terms):
+    return "contrast " + " ; ".join(fmt([w] + list(x)) for w, x in terms)
+
+
+def decomp_ref(k, groups):
+    """Add-one-in (FROM + c vs FROM) and leave-one-out (TO vs TO - c) Welch tests by scipy,
+    Holm over the 2k p-values, and the interaction TO + (k-1) FROM - sum(FROM + c)."""
+    frm, to, adds, drops = groups[0], groups[1], groups[2:2 + k], groups[2 + k:]
+    tests = [stats.ttest_ind(a, frm, equal_var=False) for a in adds]
+    tests += [stats.ttest_ind(to, d, equal_var=False) for d in drops]
+    holm = holm_ref([t.pvalue for t in tests])
+    out = []
+    for c in range(k):
+        for j, (a, b) in ((c, (adds[c], frm)), (k + c, (to, drops[c]))):
+            w = welch_ref(a, b)
+            out += [np.mean(a) - np.mean(b), w[4], tests[j].pvalue, holm[j]]
+    singles = sum(np.mean(a) - np.mean(frm) for a in adds)
+    inter = contrast_ref([(1.0, to), (k - 1.0, frm)] + [(-1.0, a) for a in adds])
+    return out + [inter[3], inter[4], inter[1], np.mean(to) - np.mean(frm), singles]
+
+
+def decomposition_cases(rng):
+    cases = []
+    for i in range(12):
+        terms = [(float(w), 150000 + 3000 * rng.standard_normal(rng.integers(2, 9)))
+                 for w in rng.choice([-1.0, 1.0, 2.0, 3.0], size=rng.integers(2, 6))]
+        cases.append((contrast_text(terms), contrast_ref(terms), "contrast %d" % i, 1e-8))
+    # Two groups with weights 1, -1: exactly scipy's Welch test.
+    a, b = 1000 + 30 * rng.standard_normal(6), 1040 + 20 * rng.standard_normal(5)
+    r = stats.ttest_ind(a, b, equal_var=False)
+    cases.append((contrast_text([(1.0, a), (-1.0, b)]), [r.statistic, r.pvalue] +
+                  welch_ref(a, b)[2:], "contrast = welch", WELCH_REL))
+    cases.append(("contrast 1 5 5 5 ; -1 5 5", [0.0, 1.0, 3, 0.0, 0.0], "contrast zero noise"))
+    cases.append(("contrast 1 5 ; -1 5 5", "none", "contrast n=1"))
+    for k in (2, 3, 4):
+        for i in range(3):
+            n = int(rng.integers(3, 9))
+            groups = [list(1000 + rng.uniform(-100, 0) * (j > 0) + 20 * rng.standard_normal(n))
+                      for j in range(2 + 2 * k)]
+            text = "decomp %d ; " % k + " ; ".join(fmt(g) for g in groups)
+            cases.append((text, decomp_ref(k, groups), "decomp k=%d %d" % (k, i), 1e-8))
+    return cases
+
+
 def build_cases(rng):
     cases = []  # (line, expected list or None for "check by rule", label)
     for i in range(20):
@@ -253,6 +307,7 @@ def build_cases(rng):
     cases += split_cases(rng)
     cases += anova_cases(rng)
     cases += power_cases()
+    cases += decomposition_cases(rng)
     big_a = 3.2787 + 0.0018 * rng.standard_normal(50000)
     big_b = 3.2790 + 0.0017 * rng.standard_normal(40000)
     cases.append(("welch %s ; %s" % (fmt(big_a), fmt(big_b)), welch_ref(big_a, big_b), "welch huge n",

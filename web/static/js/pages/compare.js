@@ -3,6 +3,7 @@
 // split into steps to target and ms/step, the record rule, and the verdict, coloured; above it
 // the confound check (a warning when variants doing the same work differ in ms/step).
 import {fmtDuration, fmtLoss, h} from '../dom.js';
+import {decompositionTable} from './decomposition.js';
 
 function ci(summary, fmt) {
   if (!summary || summary.mean === undefined) return '–';
@@ -82,5 +83,6 @@ export function compareTable(compare) {
         'ms/step [95% CI]', 'steps · speed vs baseline', 'record rule', 'verdict']
         .map((x) => h('th', {}, x)))),
       h('tbody', {}, rows)),
-    compare.method ? h('p', {class: 'muted small'}, compare.method) : null);
+    compare.method ? h('p', {class: 'muted small'}, compare.method) : null,
+    decompositionTable(compare.decomposition));
 }

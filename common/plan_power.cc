@@ -1,5 +1,5 @@
 // Noncentral-t power and the seed count search; see plan_power.h.
-#include "server/stats/plan_power.h"
+#include "common/plan_power.h"
 
 #include <boost/math/distributions/non_central_t.hpp>
 #include <boost/math/distributions/students_t.hpp>

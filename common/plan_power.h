@@ -1,8 +1,10 @@
 // How many seeds a comparison needs (`ablate plan`): the power of the two-sided two-sample t-test
 // with equal seeds per side, from the noncentral t distribution (Boost.Math), checked against
-// scipy.stats.nct in tests/server/stats/stats_vs_scipy.py. Pure functions.
-#ifndef ABLATE_SERVER_STATS_PLAN_POWER_H_
-#define ABLATE_SERVER_STATS_PLAN_POWER_H_
+// scipy.stats.nct in tests/server/stats/stats_vs_scipy.py. Pure functions. In common/ because
+// the coordinator's plan (server/compare/plan_queries.h) and `ablate decompose --dry-run` both
+// use it.
+#ifndef ABLATE_COMMON_PLAN_POWER_H_
+#define ABLATE_COMMON_PLAN_POWER_H_
 
 #include <optional>
 
@@ -25,4 +27,4 @@ std::optional<int> SeedsForPower(double effect_sd, double power = kPlanPower,
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_STATS_PLAN_POWER_H_
+#endif  // ABLATE_COMMON_PLAN_POWER_H_
