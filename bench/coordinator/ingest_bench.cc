@@ -11,11 +11,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/coordinator/coordinator_process.h"
 #include "bench/coordinator/raw_sqlite_baseline.h"
 #include "bench/coordinator/sim_worker.h"
@@ -85,8 +86,8 @@ double MeasureCoordinator(const ablate::bench::CoordinatorProcess& coord, const 
   }
   auto stub = ablate::v1::AblateService::NewStub(coord.NewChannel());
   std::atomic<int64_t> acked_points{0};
-  std::mutex mu;
-  std::string why;  // the first run's failure; guarded by mu
+  absl::Mutex mu;
+  std::string why ABSL_GUARDED_BY(mu);  // the first run's failure
   Clock::time_point t0 = Clock::now();
   auto sweep = ablate::bench::SubmitSweep(
       *stub, ablate::bench::BenchSweepSpec("ingest", c.runs(), c.steps()));
@@ -96,12 +97,13 @@ double MeasureCoordinator(const ablate::bench::CoordinatorProcess& coord, const 
     for (int r = 0; r < c.runs_per_worker; ++r) {
       threads.emplace_back([&, w = w.get()] {
         std::string failed = StreamRun(*w, c, &acked_points);
-        std::lock_guard<std::mutex> lock(mu);
+        absl::MutexLock lock(&mu);
         if (!failed.empty() && why.empty()) why = failed;
       });
     }
   }
   for (std::thread& t : threads) t.join();
+  absl::MutexLock lock(&mu);  // the threads are joined: held for the analysis
   double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   int cancels = 0;
   for (auto& w : workers) {

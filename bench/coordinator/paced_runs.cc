@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <barrier>
 #include <chrono>
-#include <mutex>
 #include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace ablate::bench {
 
@@ -31,14 +33,14 @@ struct Shared {
   const PacedLoad& c;
   SendTimes* times;
   std::vector<int64_t> run_ids;
-  std::mutex mu{};
-  std::vector<char> ok;
-  Clock::time_point last_finished{};
-  std::string why{};  // the first run's failure; guarded by mu
+  mutable absl::Mutex mu{};
+  std::vector<char> ok ABSL_GUARDED_BY(mu);
+  Clock::time_point last_finished ABSL_GUARDED_BY(mu){};
+  std::string why ABSL_GUARDED_BY(mu){};  // the first run's failure
 };
 
 void RunFailed(Shared& s, int i, const std::string& what) {
-  std::lock_guard<std::mutex> lock(s.mu);
+  absl::MutexLock lock(&s.mu);
   if (s.why.empty()) s.why = "run at position " + std::to_string(i) + ": " + what;
 }
 
@@ -83,7 +85,7 @@ void PaceRun(SimWorker& worker, Shared& s, int i, Barrier& assigned) {
   } else if (!ok) {
     RunFailed(s, i, "RunFinished not acknowledged within 60 s");
   }
-  std::lock_guard<std::mutex> lock(s.mu);
+  absl::MutexLock lock(&s.mu);
   s.ok[size_t(i)] = ok;
   s.last_finished = std::max(s.last_finished, Clock::now());
 }
@@ -126,8 +128,13 @@ absl::Status CheckSweeps(const CoordinatorProcess& coord, const PacedLoad& c,
 void Verdict(const CoordinatorProcess& coord, const PacedLoad& c, const Shared& s,
              PacedResult* result) {
   const int64_t expected = int64_t{c.runs()} * c.steps();
-  if (!s.why.empty()) {
-    result->why = s.why;
+  std::string failed;
+  {
+    absl::MutexLock lock(&s.mu);
+    failed = s.why;
+  }
+  if (!failed.empty()) {
+    result->why = failed;
   } else if (result->cancels > 0) {
     result->why = std::to_string(result->cancels) + " Cancels, the first: " + result->why;
   } else if (static_cast<int64_t>(result->latencies_ms.size()) != expected) {
@@ -184,7 +191,10 @@ PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const 
   }
   result.points_per_second = static_cast<double>(result.latencies_ms.size()) / seconds;
   result.run_ids = s.run_ids;
-  result.last_finished = s.last_finished;
+  {
+    absl::MutexLock lock(&s.mu);
+    result.last_finished = s.last_finished;
+  }
   Verdict(coord, c, s, &result);
   return result;
 }

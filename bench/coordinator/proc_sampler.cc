@@ -33,7 +33,7 @@ ProcSampler::~ProcSampler() {
 }
 
 ProcSampler::Peaks ProcSampler::Take() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return std::exchange(peaks_, {});
 }
 
@@ -41,7 +41,7 @@ void ProcSampler::Loop() {
   while (!stop_) {
     const int64_t rss = StatusField(pid_, "VmRSS"), threads = StatusField(pid_, "Threads");
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       peaks_.rss_kb = std::max(peaks_.rss_kb, rss);
       peaks_.threads = std::max(peaks_.threads, threads);
     }

@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace ablate::bench {
 
@@ -34,8 +36,8 @@ class ProcSampler {
  private:
   void Loop();
   const int pid_;
-  std::mutex mu_;
-  Peaks peaks_;  // guarded by mu_
+  absl::Mutex mu_;
+  Peaks peaks_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
   std::thread thread_;  // last: starts after the members above exist
 };

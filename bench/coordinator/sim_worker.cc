@@ -5,6 +5,8 @@
 #include <iostream>
 #include <utility>
 
+#include "absl/time/time.h"
+
 namespace ablate::bench {
 
 SimWorker::SimWorker(std::shared_ptr<grpc::Channel> channel, std::string worker_id, int cpu_slots)
@@ -38,13 +40,12 @@ void SimWorker::Close() {
   if (closed_ || !stream_) return;
   closed_ = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   heartbeat_.join();
   {
-    std::lock_guard<std::mutex> lock(write_mu_);
+    absl::MutexLock lock(&write_mu_);
     stream_->WritesDone();
   }
   reader_.join();  // the coordinator ends the stream after our WritesDone
@@ -52,7 +53,7 @@ void SimWorker::Close() {
 }
 
 bool SimWorker::Write(const v1::WorkerMessage& msg) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   return stream_->Write(msg);
 }
 
@@ -60,7 +61,7 @@ void SimWorker::ReadLoop() {
   v1::CoordinatorMessage msg;
   while (stream_->Read(&msg)) {
     Clock::time_point now = Clock::now();
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (msg.has_assignment()) {
       assignments_.push_back({msg.assignment(), now});
     } else if (msg.has_ack()) {
@@ -75,11 +76,9 @@ void SimWorker::ReadLoop() {
       std::cerr << worker_id_ << ": Cancel of attempt " << msg.cancel().attempt_id() << ": "
                 << msg.cancel().reason() << "\n";
     }
-    cv_.notify_all();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   stream_ended_ = true;
-  cv_.notify_all();
 }
 
 void SimWorker::OnAck(const v1::Ack& ack, Clock::time_point now) {
@@ -97,22 +96,28 @@ void SimWorker::OnAck(const v1::Ack& ack, Clock::time_point now) {
 }
 
 void SimWorker::HeartbeatLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, std::chrono::milliseconds(heartbeat_ms_),
-                       [this] { return stopping_; })) {
-    lock.unlock();
+  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::Milliseconds(heartbeat_ms_))) {
+        return;
+      }
+    }
     v1::WorkerMessage hb;
     hb.mutable_heartbeat()->set_time_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                             std::chrono::system_clock::now().time_since_epoch())
                                             .count());
     Write(hb);
-    lock.lock();
   }
 }
 
 std::optional<ReceivedAssignment> SimWorker::NextAssignment(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [this] { return !assignments_.empty() || stream_ended_; });
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !assignments_.empty() || stream_ended_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), absl::FromChrono(timeout));
   if (assignments_.empty()) return std::nullopt;
   ReceivedAssignment a = std::move(assignments_.front());
   assignments_.pop_front();
@@ -130,17 +135,19 @@ void SimWorker::SendBatch(const v1::MetricBatch& batch) {
   v1::WorkerMessage m;
   *m.mutable_metrics() = batch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     acks_[batch.attempt_id()].in_flight[batch.seq()] = Clock::now();
   }
   Write(m);
 }
 
 bool SimWorker::WaitAcked(int64_t attempt_id, int64_t seq, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] {
+  absl::MutexLock lock(&mu_);
+  auto acked = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return acks_[attempt_id].acked_seq >= seq || stream_ended_;
-  }) && !stream_ended_;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&acked), absl::FromChrono(timeout)) &&
+         !stream_ended_;
 }
 
 bool SimWorker::Finish(const v1::Assignment& a, int64_t steps, std::chrono::milliseconds timeout) {
@@ -154,29 +161,31 @@ bool SimWorker::Finish(const v1::Assignment& a, int64_t steps, std::chrono::mill
   f->mutable_summary()->set_mean_step_ms(1.0);
   f->mutable_summary()->set_train_time_ms(static_cast<double>(steps));
   Write(m);
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] {
+  absl::MutexLock lock(&mu_);
+  auto finished = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return acks_[a.attempt_id()].finished || stream_ended_;
-  }) && !stream_ended_;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&finished), absl::FromChrono(timeout)) &&
+         !stream_ended_;
 }
 
 std::vector<double> SimWorker::TakeLatenciesMs() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return std::exchange(latencies_ms_, {});
 }
 
 int SimWorker::cancels() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return cancels_;
 }
 
 std::string SimWorker::FirstCancel() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return first_cancel_;
 }
 
 bool SimWorker::Cancelled(int64_t attempt_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return cancelled_.count(attempt_id) > 0;
 }
 

@@ -10,11 +10,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,6 +20,8 @@
 #include <vector>
 
 #include "ablate/v1/worker.grpc.pb.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace ablate::bench {
 
@@ -76,25 +76,25 @@ class SimWorker {
   bool Write(const v1::WorkerMessage& msg);
   void ReadLoop();
   void HeartbeatLoop();
-  void OnAck(const v1::Ack& ack, Clock::time_point now);
+  void OnAck(const v1::Ack& ack, Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string worker_id_;
   const int cpu_slots_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream_;
-  std::mutex write_mu_;  // one writer at a time on the stream
+  absl::Mutex write_mu_;  // one writer at a time on the stream
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<ReceivedAssignment> assignments_;  // guarded by mu_
-  std::map<int64_t, AttemptAcks> acks_;         // by attempt id; guarded by mu_
-  std::vector<double> latencies_ms_;            // guarded by mu_
-  int cancels_ = 0;                             // guarded by mu_
-  std::string first_cancel_;                    // guarded by mu_
-  std::set<int64_t> cancelled_;                 // attempt ids; guarded by mu_
-  bool stream_ended_ = false;                   // guarded by mu_
-  bool stopping_ = false;                       // guarded by mu_
+  // Waiters wait on mu_ itself (Mutex::AwaitWithTimeout): every change is made under it.
+  mutable absl::Mutex mu_;
+  std::deque<ReceivedAssignment> assignments_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, AttemptAcks> acks_ ABSL_GUARDED_BY(mu_);  // by attempt id
+  std::vector<double> latencies_ms_ ABSL_GUARDED_BY(mu_);
+  int cancels_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string first_cancel_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> cancelled_ ABSL_GUARDED_BY(mu_);  // attempt ids
+  bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t heartbeat_ms_ = 1000;
 
   std::thread reader_;

@@ -109,6 +109,7 @@ bool SseClients::Open(const std::vector<std::string>& paths) {
     conns_.push_back(std::move(c));
     SseClientStats s;
     s.path = paths[i];
+    absl::MutexLock lock(&mu_);
     stats_.push_back(std::move(s));
   }
   thread_ = std::thread([this] { Loop(); });
@@ -119,7 +120,7 @@ bool SseClients::WaitReady(std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   while (Clock::now() < deadline) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       bool all = true;
       for (const SseClientStats& s : stats_) all = all && (s.ready || s.ended);
       if (all) return true;
@@ -157,7 +158,7 @@ void SseClients::Loop() {
       if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (r <= 0) {
         ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         stats_[i].ended = true;
         continue;
       }
@@ -169,7 +170,7 @@ void SseClients::Loop() {
 void SseClients::OnBytes(size_t i, const char* data, size_t n, int64_t now_ns) {
   Conn& c = *conns_[i];
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stats_[i].bytes += int64_t(n);
   }
   c.chunked.append(data, n);
@@ -179,7 +180,7 @@ void SseClients::OnBytes(size_t i, const char* data, size_t n, int64_t now_ns) {
     c.head = c.chunked.substr(0, end);
     c.chunked.erase(0, end + 4);
     c.headers_done = true;
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stats_[i].status = std::atoi(c.head.c_str() + c.head.find(' ') + 1);
   }
   // Chunks: "<hex size>\r\n<bytes>\r\n".
@@ -213,7 +214,7 @@ void SseClients::OnBytes(size_t i, const char* data, size_t n, int64_t now_ns) {
 
 void SseClients::OnMessage(size_t i, const std::string& event, const std::string& data,
                            int64_t now_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   SseClientStats& s = stats_[i];
   ++s.messages;
   if (event == "ready") s.ready = true;

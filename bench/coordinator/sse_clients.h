@@ -11,11 +11,12 @@
 #include <map>
 #include <string_view>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/coordinator/paced_runs.h"
 
 namespace ablate::bench {
@@ -46,8 +47,11 @@ class SseClients {
   bool WaitReady(std::chrono::milliseconds timeout);
   // Closes every connection and joins the thread. Idempotent.
   void Stop();
-  // The clients' records (call after Stop).
-  const std::vector<SseClientStats>& stats() const { return stats_; }
+  // The clients' records (a copy; complete after Stop).
+  std::vector<SseClientStats> stats() const {
+    absl::MutexLock lock(&mu_);
+    return stats_;
+  }
 
  private:
   struct Conn;
@@ -60,8 +64,8 @@ class SseClients {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::vector<std::unique_ptr<Conn>> conns_;
-  std::vector<SseClientStats> stats_;  // guarded by mu_ while the loop runs
-  std::mutex mu_;
+  mutable absl::Mutex mu_;
+  std::vector<SseClientStats> stats_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -6,9 +6,10 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "server/pools/pool_manager.h"
 #include "server/sweep/sweep_spec.h"
 
@@ -18,7 +19,7 @@ namespace {
 class CountingSlurm : public CommandRunner {
  public:
   CommandOutput Run(const std::vector<std::string>& argv) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++calls_[argv[0]];
     if (argv[0] == "sbatch") return {0, std::to_string(next_job_++) + "\n", ""};
     if (argv[0] != "squeue") return {0, "", ""};
@@ -30,14 +31,14 @@ class CountingSlurm : public CommandRunner {
     return {0, out, ""};
   }
   std::map<std::string, int> Calls() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return calls_;
   }
 
  private:
-  std::mutex mu_;
-  std::map<std::string, int> calls_;
-  int next_job_ = 100;
+  absl::Mutex mu_;
+  std::map<std::string, int> calls_ ABSL_GUARDED_BY(mu_);
+  int next_job_ ABSL_GUARDED_BY(mu_) = 100;
 };
 
 void Print(const char* what, const std::map<std::string, int>& calls, double minutes) {
