@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/code_snapshot.h"
+#include "common/text_lines.h"
 
 namespace ablate {
 namespace {
@@ -22,18 +23,6 @@ bool IsNameChar(char c) {
 
 bool IsChangeName(std::string_view s) {
   return !s.empty() && s.size() <= kMaxChangeName && std::all_of(s.begin(), s.end(), IsNameChar);
-}
-
-// Lines with their '\n' (the last may lack one), so that a rebuilt file is byte for byte.
-std::vector<std::string_view> LinesOf(std::string_view text) {
-  std::vector<std::string_view> lines;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    size_t len = nl == std::string_view::npos ? text.size() : nl + 1;
-    lines.push_back(text.substr(0, len));
-    text.remove_prefix(len);
-  }
-  return lines;
 }
 
 // The maximal runs of edits.
@@ -210,7 +199,7 @@ absl::StatusOr<ChangeSplit> SplitChanges(std::string_view from, std::string_view
       }
     }
   }
-  std::optional<std::vector<LineEdit>> edits = DiffLines(LinesOf(from), LinesOf(to));
+  std::optional<std::vector<LineEdit>> edits = DiffLines(LinesWithNewlines(from), LinesWithNewlines(to));
   if (!edits) return absl::InvalidArgumentError("FROM and TO are too large to diff line by line");
   ChangeSplit split;
   std::map<std::string, size_t> by_name;
@@ -249,7 +238,7 @@ absl::StatusOr<std::string> ApplyChanges(std::string_view from, const ChangeSpli
   }
   std::sort(blocks.begin(), blocks.end(),
             [](const LineBlock* a, const LineBlock* b) { return a->from_begin < b->from_begin; });
-  const std::vector<std::string_view> lines = LinesOf(from);
+  const std::vector<std::string_view> lines = LinesWithNewlines(from);
   std::string out;
   int at = 0;
   for (const LineBlock* b : blocks) {

@@ -7,28 +7,16 @@
 #include <vector>
 
 #include "common/decompose/script_changes.h"
+#include "tests/common/numbered_script.h"
 
 namespace ablate {
 namespace {
 
-// 40 numbered lines; `edits` replaces line i (1-based) with its text ("" removes it).
-std::string Script(const std::map<int, std::string>& edits = {}, bool final_newline = true) {
-  std::string out;
-  for (int i = 1; i <= 40; ++i) {
-    auto it = edits.find(i);
-    if (it == edits.end()) {
-      out += "x" + std::to_string(i) + " = " + std::to_string(i) + "\n";
-    } else if (!it->second.empty()) {
-      out += it->second + "\n";
-    }
-  }
-  if (!final_newline) out.pop_back();
-  return out;
-}
+using ::ablate::testing::NumberedScript;
 
 TEST(ScriptChangesTest, DistantEditsAreOneChangeEachAndRebuildAnySubset) {
-  const std::string from = Script();
-  const std::string to = Script({{3, "x3 = 30"}, {15, "x15 = 150"}, {30, ""}});
+  const std::string from = NumberedScript();
+  const std::string to = NumberedScript({{3, "x3 = 30"}, {15, "x15 = 150"}, {30, ""}});
   absl::StatusOr<ChangeSplit> split = SplitChanges(from, to, {});
   ASSERT_TRUE(split.ok()) << split.status();
   ASSERT_EQ(split->changes.size(), 3u);
@@ -38,25 +26,25 @@ TEST(ScriptChangesTest, DistantEditsAreOneChangeEachAndRebuildAnySubset) {
   EXPECT_EQ(split->changes[2].named_by, "line");
   EXPECT_EQ(*ApplyChanges(from, *split, {}), from);
   EXPECT_EQ(*ApplyChanges(from, *split, {0, 1, 2}), to);
-  EXPECT_EQ(*ApplyChanges(from, *split, {1}), Script({{15, "x15 = 150"}}));
-  EXPECT_EQ(*ApplyChanges(from, *split, {0, 2}), Script({{3, "x3 = 30"}, {30, ""}}));
+  EXPECT_EQ(*ApplyChanges(from, *split, {1}), NumberedScript({{15, "x15 = 150"}}));
+  EXPECT_EQ(*ApplyChanges(from, *split, {0, 2}), NumberedScript({{3, "x3 = 30"}, {30, ""}}));
   EXPECT_FALSE(ApplyChanges(from, *split, {3}).ok());
 }
 
 TEST(ScriptChangesTest, EditsWithinSixLinesAreOneHunk) {
-  const std::string from = Script();
-  absl::StatusOr<ChangeSplit> near = SplitChanges(from, Script({{10, "a"}, {17, "b"}}), {});
+  const std::string from = NumberedScript();
+  absl::StatusOr<ChangeSplit> near = SplitChanges(from, NumberedScript({{10, "a"}, {17, "b"}}), {});
   ASSERT_TRUE(near.ok());
   EXPECT_EQ(near->changes.size(), 1u);
   EXPECT_EQ(near->changes[0].hunks, 1);
-  absl::StatusOr<ChangeSplit> far = SplitChanges(from, Script({{10, "a"}, {18, "b"}}), {});
+  absl::StatusOr<ChangeSplit> far = SplitChanges(from, NumberedScript({{10, "a"}, {18, "b"}}), {});
   ASSERT_TRUE(far.ok());
   EXPECT_EQ(far->changes.size(), 2u);
 }
 
 TEST(ScriptChangesTest, MarkersAndGroupsMergeHunks) {
-  const std::string from = Script();
-  const std::string to = Script({{3, "x3 = 30  # ablate-change: lr"},
+  const std::string from = NumberedScript();
+  const std::string to = NumberedScript({{3, "x3 = 30  # ablate-change: lr"},
                                  {15, "x15 = 0"},
                                  {25, "x25 = 2  # ablate-change: lr"},
                                  {36, "x36 = 9"}});
@@ -67,7 +55,7 @@ TEST(ScriptChangesTest, MarkersAndGroupsMergeHunks) {
   EXPECT_EQ(marked->changes[0].named_by, "marker");
   EXPECT_EQ(marked->changes[0].hunks, 2);
   EXPECT_EQ(*ApplyChanges(from, *marked, {0}),
-            Script({{3, "x3 = 30  # ablate-change: lr"}, {25, "x25 = 2  # ablate-change: lr"}}));
+            NumberedScript({{3, "x3 = 30  # ablate-change: lr"}, {25, "x25 = 2  # ablate-change: lr"}}));
 
   absl::StatusOr<ChangeGroup> g = ParseChangeGroup("tail=15,30-40");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -85,7 +73,7 @@ TEST(ScriptChangesTest, BadGroupsAreRefusedWithTheReason) {
             std::string::npos);
   EXPECT_NE(ParseChangeGroup("a=5-2").status().message().find("FIRST-LAST"), std::string::npos);
   EXPECT_NE(ParseChangeGroup("a b=5").status().message().find("invalid"), std::string::npos);
-  const std::string from = Script(), to = Script({{3, "y"}, {20, "z"}});
+  const std::string from = NumberedScript(), to = NumberedScript({{3, "y"}, {20, "z"}});
   absl::StatusOr<ChangeSplit> unused = SplitChanges(from, to, {*ParseChangeGroup("g=10-12")});
   EXPECT_NE(unused.status().message().find("meets no changed line"), std::string::npos);
   absl::StatusOr<ChangeSplit> both =
@@ -95,13 +83,13 @@ TEST(ScriptChangesTest, BadGroupsAreRefusedWithTheReason) {
 }
 
 TEST(ScriptChangesTest, AFinalLineWithoutNewlineIsRebuiltByteForByte) {
-  const std::string from = Script({}, false);
-  const std::string to = Script({{5, "five"}, {40, "x40 = 41"}}, false);
+  const std::string from = NumberedScript({}, false);
+  const std::string to = NumberedScript({{5, "five"}, {40, "x40 = 41"}}, false);
   absl::StatusOr<ChangeSplit> split = SplitChanges(from, to, {});
   ASSERT_TRUE(split.ok());
   ASSERT_EQ(split->changes.size(), 2u);
   EXPECT_EQ(*ApplyChanges(from, *split, {0, 1}), to);
-  EXPECT_EQ(*ApplyChanges(from, *split, {1}), Script({{40, "x40 = 41"}}, false));
+  EXPECT_EQ(*ApplyChanges(from, *split, {1}), NumberedScript({{40, "x40 = 41"}}, false));
 }
 
 std::vector<ScriptChange> Named(std::vector<std::string> names) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text_lines.h"
 #include "trainer/data/dataset_manifest.h"
 #include "trainer/data/shard_reader.h"
 #include "trainer/data/shard_writer.h"
@@ -27,18 +28,6 @@ std::string_view LineText(std::string_view line) {
 bool IsBlank(std::string_view s) {
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
-}
-
-// Lines including their "\n" (the last one may lack it).
-std::vector<std::string_view> Lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    size_t len = nl == std::string_view::npos ? text.size() : nl + 1;
-    lines.push_back(text.substr(0, len));
-    text.remove_prefix(len);
-  }
-  return lines;
 }
 
 Result<std::string> ReadFile(const std::string& path) {
@@ -89,7 +78,7 @@ Status CheckOptions(const EncodeOptions& o) {
 }  // namespace
 
 std::vector<std::string> SplitDocuments(std::string_view text, const std::string& separator) {
-  std::vector<std::string_view> lines = Lines(text);
+  std::vector<std::string_view> lines = LinesWithNewlines(text);
   bool percent = separator.empty() && std::any_of(lines.begin(), lines.end(), [](auto l) {
                    return LineText(l) == "%";
                  });

@@ -7,26 +7,14 @@
 #include <set>
 
 #include "server/sweep/sweep_spec.h"
+#include "tests/common/numbered_script.h"
 
 namespace ablate {
 namespace {
 
 using J = nlohmann::json;
 
-// 40 numbered lines; `edits` replaces line i (1-based) with its text ("" removes it).
-std::string Script(const std::map<int, std::string>& edits = {}, bool final_newline = true) {
-  std::string out;
-  for (int i = 1; i <= 40; ++i) {
-    auto it = edits.find(i);
-    if (it == edits.end()) {
-      out += "x" + std::to_string(i) + " = " + std::to_string(i) + "\n";
-    } else if (!it->second.empty()) {
-      out += it->second + "\n";
-    }
-  }
-  if (!final_newline) out.pop_back();
-  return out;
-}
+using ::ablate::testing::NumberedScript;
 
 constexpr char kSpec[] = R"(name: decomp
 baseline: {args: ["--quick"]}
@@ -43,7 +31,7 @@ ScriptUploads Uploads(const std::string& from, const std::string& to) {
 }
 
 TEST(DecomposeSpecTest, ExpandsIntoFromToAddOneInAndLeaveOneOut) {
-  const std::string from = Script(), to = Script({{3, "y"}, {15, "z"}, {33, "w"}});
+  const std::string from = NumberedScript(), to = NumberedScript({{3, "y"}, {15, "z"}, {33, "w"}});
   absl::StatusOr<ExpandedSweep> r = ParseSweepSpec(kSpec, "d.yaml", Uploads(from, to));
   ASSERT_TRUE(r.ok()) << r.status();
   std::vector<std::string> names;
@@ -70,14 +58,14 @@ TEST(DecomposeSpecTest, ExpandsIntoFromToAddOneInAndLeaveOneOut) {
     EXPECT_EQ(d["all"], J::array({"L3", "L15", "tail"})) << v.name;
     if (v.name == "drop-L15") {
       EXPECT_EQ(d["changes"], J::array({"L3", "tail"}));
-      EXPECT_EQ(files[0].content, Script({{3, "y"}, {33, "w"}}));
+      EXPECT_EQ(files[0].content, NumberedScript({{3, "y"}, {33, "w"}}));
     }
   }
   EXPECT_EQ(snapshots.size(), 8u);
 }
 
 TEST(DecomposeSpecTest, ProblemsAreReportedAtTheKey) {
-  const std::string from = Script(), to = Script({{3, "y"}});
+  const std::string from = NumberedScript(), to = NumberedScript({{3, "y"}});
   absl::StatusOr<ExpandedSweep> missing = ParseSweepSpec(kSpec, "d.yaml", {});
   EXPECT_NE(missing.status().message().find("d.yaml:5:9: decompose.from: the file 'a.py' did "
                                             "not come with the spec"),
@@ -89,7 +77,7 @@ TEST(DecomposeSpecTest, ProblemsAreReportedAtTheKey) {
       << unused_group.status();
   const std::string with_ablations = std::string(kSpec) + "ablations: [{name: x, args: []}]\n";
   absl::StatusOr<ExpandedSweep> both =
-      ParseSweepSpec(with_ablations, "d.yaml", Uploads(from, Script({{3, "y"}, {33, "w"}})));
+      ParseSweepSpec(with_ablations, "d.yaml", Uploads(from, NumberedScript({{3, "y"}, {33, "w"}})));
   EXPECT_NE(both.status().message().find("ablations cannot go with decompose"), std::string::npos)
       << both.status();
   absl::StatusOr<ExpandedSweep> typo = ParseSweepSpec(
@@ -107,7 +95,7 @@ TEST(DecomposeSpecTest, ProblemsAreReportedAtTheKey) {
 TEST(DecomposeSpecTest, NoBaselineMapIsNeeded) {
   absl::StatusOr<ExpandedSweep> r =
       ParseSweepSpec("name: d\ndecompose: {from: a.py, to: b.py}\n", "d.yaml",
-                     Uploads(Script(), Script({{3, "y"}, {20, "z"}})));
+                     Uploads(NumberedScript(), NumberedScript({{3, "y"}, {20, "z"}})));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->variants.size(), 4u);  // baseline, to, add-L3 (= drop-L20), add-L20
 }
