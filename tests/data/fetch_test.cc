@@ -10,10 +10,10 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/thread_annotations.h"
 #include "tests/data/shard_bytes.h"
 #include "tests/util/subprocess.h"
 #include "trainer/config/sha256.h"
@@ -57,16 +57,16 @@ class ShardServer {
   }
 
   void Add(const std::string& name, std::string bytes, Fault fault = Fault::kNone) {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     files_[name] = Served{std::move(bytes), fault, 0, {}};
   }
   std::string BaseUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hf/resolve/main"; }
   Served Get(const std::string& name) {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     return files_[name];
   }
   int TotalRequests() {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     return total_requests_;
   }
 
@@ -77,13 +77,13 @@ class ShardServer {
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
-  std::mutex mu_;
-  std::map<std::string, Served> files_;
-  int total_requests_ = 0;
+  AnnotatedMutex mu_;
+  std::map<std::string, Served> files_ ABLATE_GUARDED_BY(mu_);
+  int total_requests_ ABLATE_GUARDED_BY(mu_) = 0;
 };
 
 void ShardServer::Handle(const httplib::Request& req, httplib::Response& res) {
-  std::lock_guard<std::mutex> lock(mu_);
+  AnnotatedMutexLock lock(&mu_);
   ++total_requests_;
   auto it = files_.find(req.matches[1].str());
   if (it == files_.end()) {

@@ -15,11 +15,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 
 #include "ablate/v1/client.grpc.pb.h"
+#include "common/thread_annotations.h"
 #include "tests/hardening/small_disk.h"
 #include "tests/util/subprocess.h"
 
@@ -171,7 +171,7 @@ class SubmitLoad {
   }
   // Ids committed so far.
   std::vector<int64_t> Committed() {
-    std::lock_guard<std::mutex> lock(mu_);
+    AnnotatedMutexLock lock(&mu_);
     return committed_;
   }
   int errors() const { return errors_; }
@@ -185,7 +185,7 @@ class SubmitLoad {
       req.set_spec_yaml(kSpec);
       v1::SubmitSweepResponse resp;
       if (stub_->SubmitSweep(&ctx, req, &resp).ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
+        AnnotatedMutexLock lock(&mu_);
         committed_.push_back(resp.sweep().id());
       } else {
         ++errors_;
@@ -195,8 +195,8 @@ class SubmitLoad {
   std::unique_ptr<v1::AblateService::Stub> stub_;
   std::atomic<bool> stop_{false};
   std::atomic<int> errors_{0};
-  std::mutex mu_;
-  std::vector<int64_t> committed_;
+  AnnotatedMutex mu_;
+  std::vector<int64_t> committed_ ABLATE_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -8,10 +8,11 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/utf8_text.h"
 #include "common/worker_limits.h"
 #include "tests/util/subprocess.h"
@@ -30,15 +31,15 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 struct Collector {
-  std::mutex mu;
-  bool started = false;
-  std::vector<v1::MetricPoint> points;
-  std::optional<RunResult> result;
+  absl::Mutex mu;
+  bool started ABSL_GUARDED_BY(mu) = false;
+  std::vector<v1::MetricPoint> points ABSL_GUARDED_BY(mu);
+  std::optional<RunResult> result ABSL_GUARDED_BY(mu);
 
   RunCallbacks Callbacks() {
-    return {[this] { std::lock_guard l(mu); started = true; },
-            [this](const v1::MetricPoint& p) { std::lock_guard l(mu); points.push_back(p); },
-            [this](const RunResult& r) { std::lock_guard l(mu); result = r; }};
+    return {[this] { absl::MutexLock l(&mu); started = true; },
+            [this](const v1::MetricPoint& p) { absl::MutexLock l(&mu); points.push_back(p); },
+            [this](const RunResult& r) { absl::MutexLock l(&mu); result = r; }};
   }
 };
 
@@ -85,7 +86,7 @@ TEST_F(RunSupervisorTest, OkRunStreamsPointsAndSummary) {
   RunSupervisor sup(Spec({{"steps", 5}, {"val_every", 2}}), c_.Callbacks());
   ASSERT_TRUE(sup.Start().ok());
   ASSERT_TRUE(sup.Wait(seconds(20)));
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   EXPECT_TRUE(c_.started);
   ASSERT_TRUE(c_.result);
   EXPECT_EQ(c_.result->status, "ok");
@@ -139,7 +140,7 @@ TEST_F(RunSupervisorTest, NonZeroExitIsFailedWithTheErrorEvent) {
   RunSupervisor sup(Spec({{"steps", 2}, {"exit", 1}}), c_.Callbacks());
   ASSERT_TRUE(sup.Start().ok());
   ASSERT_TRUE(sup.Wait(seconds(20)));
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   EXPECT_EQ(c_.result->status, "failed");
   EXPECT_EQ(c_.result->exit_code, 1);
   EXPECT_EQ(c_.result->error, "injected failure (exit code 1)");
@@ -150,7 +151,7 @@ TEST_F(RunSupervisorTest, ExitThreeIsNan) {
   RunSupervisor sup(Spec({{"steps", 3}, {"exit", 3}}), c_.Callbacks());
   ASSERT_TRUE(sup.Start().ok());
   ASSERT_TRUE(sup.Wait(seconds(20)));
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   EXPECT_EQ(c_.result->status, "nan");
   EXPECT_EQ(c_.result->exit_code, 3);
   EXPECT_EQ(c_.result->error, "train loss is not finite at step 3");
@@ -160,7 +161,7 @@ TEST_F(RunSupervisorTest, KeepsTheLast200LinesOfStderr) {
   RunSupervisor sup(Spec({{"steps", 1}, {"stderr_lines", 300}}), c_.Callbacks());
   ASSERT_TRUE(sup.Start().ok());
   ASSERT_TRUE(sup.Wait(seconds(20)));
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   const std::string& tail = c_.result->stderr_tail;
   EXPECT_EQ(std::count(tail.begin(), tail.end(), '\n'), 200);
   EXPECT_EQ(tail.rfind("stderr line 100\n", 0), 0u);
@@ -175,7 +176,7 @@ TEST_F(RunSupervisorTest, StderrTailStaysWithinTheCoordinatorsLimit) {
                     c_.Callbacks());
   ASSERT_TRUE(sup.Start().ok());
   ASSERT_TRUE(sup.Wait(seconds(20)));
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   const std::string& tail = c_.result->stderr_tail;
   EXPECT_LE(tail.size(), kMaxStderrTailBytes);
   EXPECT_GT(tail.size(), kMaxStderrTailBytes - 1001);
@@ -189,7 +190,7 @@ TEST_F(RunSupervisorTest, ALongLineOfMultiByteCharactersIsCutOnACharacterBoundar
   RunSupervisor sup(Spec({{"steps", 1}, {"stderr_blocks", 800}}), c_.Callbacks());
   ASSERT_TRUE(sup.Start().ok());
   ASSERT_TRUE(sup.Wait(seconds(20)));
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   const std::string& tail = c_.result->stderr_tail;
   EXPECT_TRUE(IsValidUtf8(tail));
   std::string blocks;
@@ -205,7 +206,7 @@ TEST_F(RunSupervisorTest, SigtermCancels) {
   sup.Cancel(seconds(10));
   ASSERT_TRUE(sup.Wait(seconds(5)));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(3));  // SIGTERM, not the grace
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   EXPECT_EQ(c_.result->status, "cancelled");
   EXPECT_EQ(c_.result->exit_code, 0);  // the trainer stopped cleanly
 }
@@ -222,7 +223,7 @@ TEST_F(RunSupervisorTest, SigkillAfterGraceWhenSigtermIsIgnored) {
   EXPECT_GE(took, milliseconds(280));
   EXPECT_LT(took, seconds(3));
   EXPECT_TRUE(ProcessGone(pid));
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   EXPECT_EQ(c_.result->status, "cancelled");
   EXPECT_EQ(c_.result->exit_code, 128 + SIGKILL);
 }
@@ -283,7 +284,7 @@ TEST_F(RunSupervisorTest, RealTrainerRunsThroughTheSupervisor) {
   RunSupervisor sup(spec, c_.Callbacks());
   ASSERT_TRUE(sup.Start().ok());
   ASSERT_TRUE(sup.Wait(seconds(100)));
-  std::lock_guard l(c_.mu);
+  absl::MutexLock l(&c_.mu);
   ASSERT_EQ(c_.result->status, "ok") << c_.result->error << "\n" << c_.result->stderr_tail;
   EXPECT_TRUE(c_.started);
   int steps = 0, vals = 0;

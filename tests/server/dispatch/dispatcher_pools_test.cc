@@ -4,8 +4,8 @@
 // placement rule that a run does not start in an allocation that ends before it would.
 #include <gtest/gtest.h>
 
-#include <mutex>
-
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "server/core/placement.h"
 #include "server/dispatch/dispatcher.h"
@@ -17,18 +17,18 @@ namespace {
 class FakeSession : public WorkerSession {
  public:
   bool Send(const v1::CoordinatorMessage& msg) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (msg.has_assignment()) assignments_.push_back(msg.assignment());
     return true;
   }
   std::vector<v1::Assignment> Take() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return std::exchange(assignments_, {});
   }
 
  private:
-  std::mutex mu_;
-  std::vector<v1::Assignment> assignments_;
+  absl::Mutex mu_;
+  std::vector<v1::Assignment> assignments_ ABSL_GUARDED_BY(mu_);
 };
 
 // A worker with 8 GPUs; in Slurm job `job` (node `node`) of `pool` unless job is 0.

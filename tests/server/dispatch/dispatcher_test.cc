@@ -6,8 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "server/sweep/sweep_spec.h"
 #include "tests/util/subprocess.h"
@@ -18,18 +19,18 @@ namespace {
 class FakeSession : public WorkerSession {
  public:
   bool Send(const v1::CoordinatorMessage& msg) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     sent_.push_back(msg);
     return true;
   }
   std::vector<v1::CoordinatorMessage> Take() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return std::exchange(sent_, {});
   }
 
  private:
-  std::mutex mu_;
-  std::vector<v1::CoordinatorMessage> sent_;
+  absl::Mutex mu_;
+  std::vector<v1::CoordinatorMessage> sent_ ABSL_GUARDED_BY(mu_);
 };
 
 v1::Hello HelloOf(const std::string& id, int gpus, int cpu_slots) {
