@@ -368,8 +368,9 @@ void AddHttpOptions(CLI::App& app, Flags& f) {
                "allow --http on a non-loopback address without --client-token-file (anyone who "
                "can reach the port sees and changes every sweep)");
   app.add_option("--http-max-live-streams", f.http_max_live_streams,
-                 "dashboard live-update streams (open pages) served at once, one thread each; "
-                 "more are answered 503")
+                 "dashboard live-update streams (open pages) served at once; more are answered "
+                 "503. Over HTTP a page holds no thread; under HTTPS each holds one, and at most "
+                 "64 are served")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   app.add_option("--http-max-connections-per-address", f.http_max_connections_per_address,

@@ -252,16 +252,7 @@ void ReplyJson(httplib::Response& res, const absl::StatusOr<std::string>& body) 
 absl::Status CheckParams(const httplib::Request& req,
                          std::initializer_list<std::string_view> allowed) {
   for (const auto& [name, value] : req.params) {
-    bool known = false;
-    for (std::string_view a : allowed) known = known || a == name;
-    if (known) continue;
-    std::string valid;
-    for (std::string_view a : allowed)
-      absl::StrAppend(&valid, valid.empty() ? "" : ", ", ToAbsl(a));
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown query parameter '", name, "'",
-                     valid.empty() ? "; this endpoint takes none"
-                                   : absl::StrCat("; this endpoint takes: ", valid)));
+    if (absl::Status s = CheckParamName(name, allowed); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

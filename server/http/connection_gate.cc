@@ -84,8 +84,12 @@ bool RequestComplete(std::string_view bytes, size_t max_body_wait) {
   return bytes.size() >= head_end + *body;
 }
 
-ConnectionGate::ConnectionGate(ConnectionGateOptions options, Serve serve, Enqueue enqueue)
-    : options_(options), serve_(std::move(serve)), enqueue_(std::move(enqueue)) {}
+ConnectionGate::ConnectionGate(ConnectionGateOptions options, Serve serve, Enqueue enqueue,
+                               Divert divert)
+    : options_(options),
+      serve_(std::move(serve)),
+      enqueue_(std::move(enqueue)),
+      divert_(std::move(divert)) {}
 
 ConnectionGate::~ConnectionGate() { Stop(); }
 
@@ -175,10 +179,20 @@ void ConnectionGate::Poke(int fd) {
   }
   if (n < 0) return;
   std::string_view bytes(buf.data(), static_cast<size_t>(n));
-  if (options_.opaque || static_cast<size_t>(n) == buf.size() ||
-      RequestComplete(bytes, options_.max_body_wait)) {
-    HandOver(fd);
+  if (options_.opaque) return HandOver(fd, Unwait(fd));
+  if (static_cast<size_t>(n) == buf.size() || RequestComplete(bytes, options_.max_body_wait)) {
+    std::string address = Unwait(fd);
+    if (divert_ && divert_(fd, bytes, address, [this, address] { FreeSlot(address); })) return;
+    HandOver(fd, std::move(address));
   }
+}
+
+std::string ConnectionGate::Unwait(int fd) {
+  auto it = waiting_.find(fd);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  std::string address = std::move(it->second.address);
+  waiting_.erase(it);
+  return address;
 }
 
 void ConnectionGate::ExpireWaiting() {
@@ -199,11 +213,7 @@ void ConnectionGate::Drop(int fd) {
   waiting_.erase(it);
 }
 
-void ConnectionGate::HandOver(int fd) {
-  auto it = waiting_.find(fd);
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-  std::string address = std::move(it->second.address);
-  waiting_.erase(it);
+void ConnectionGate::HandOver(int fd, std::string address) {
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   {
     absl::MutexLock lock(&mu_);

@@ -6,7 +6,9 @@
 // and being served together); more are answered 503 and closed.
 //
 // Under TLS the bytes cannot be read before the handshake: there the gate waits only for the
-// first bytes (the deadline and the per-address cap still apply).
+// first bytes (the deadline and the per-address cap still apply). Over plain HTTP a `divert` hook
+// may take a whole request's connection instead of the pool (the dashboard's live pages,
+// live_server.h); such a connection keeps its address's slot until the hook releases it.
 #ifndef ABLATE_SERVER_HTTP_CONNECTION_GATE_H_
 #define ABLATE_SERVER_HTTP_CONNECTION_GATE_H_
 
@@ -44,7 +46,13 @@ class ConnectionGate {
   // that pool.
   using Serve = std::function<void(int fd)>;
   using Enqueue = std::function<void(std::function<void()>)>;
-  ConnectionGate(ConnectionGateOptions options, Serve serve, Enqueue enqueue);
+  // Given a whole plain-HTTP request (`request` is what was peeked: it is still in the socket),
+  // either returns false (the pool serves it) or takes `fd` and calls `release` once it closed
+  // it. Runs on the gate's thread: it must not block.
+  using Divert = std::function<bool(int fd, std::string_view request, const std::string& address,
+                                    std::function<void()> release)>;
+  ConnectionGate(ConnectionGateOptions options, Serve serve, Enqueue enqueue,
+                 Divert divert = nullptr);
   ~ConnectionGate();  // Stop()
   ConnectionGate(const ConnectionGate&) = delete;
   ConnectionGate& operator=(const ConnectionGate&) = delete;
@@ -65,7 +73,8 @@ class ConnectionGate {
   void Poke(int fd);
   void ExpireWaiting();
   void Drop(int fd);
-  void HandOver(int fd);
+  std::string Unwait(int fd);  // out of waiting_ and the epoll set; returns its address
+  void HandOver(int fd, std::string address);
   void Finished(int dup_fd);
   bool TakeSlot(const std::string& address);
   void FreeSlot(const std::string& address);
@@ -73,6 +82,7 @@ class ConnectionGate {
   const ConnectionGateOptions options_;
   const Serve serve_;
   const Enqueue enqueue_;
+  const Divert divert_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;

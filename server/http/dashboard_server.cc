@@ -5,8 +5,11 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +18,9 @@
 #include "server/http/http_auth.h"
 #include "server/http/http_routes.h"
 #include "server/http/json_reply.h"
+#include "server/http/live_request.h"
+#include "server/http/live_server.h"
+#include "server/store/absl_compat.h"
 
 namespace ablate {
 namespace {
@@ -58,6 +64,15 @@ struct ProcessSocketAccess {
 };
 template struct ProcessSocketAccess<&httplib::Server::process_and_close_socket>;
 
+// On every response. Nothing may come from elsewhere (air-gapped clusters; no CDN).
+std::vector<std::pair<std::string, std::string>> SecurityHeaders() {
+  return {{"Content-Security-Policy",
+           "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+           "frame-ancestors 'none'"},
+          {"X-Content-Type-Options", "nosniff"},
+          {"Referrer-Policy", "no-referrer"}};
+}
+
 // The API needs the client token, except to ask whether it does and to log in.
 bool NeedsToken(const std::string& path) {
   return absl::StartsWith(path, "/api/") && path != "/api/auth" && path != "/api/login" &&
@@ -79,9 +94,7 @@ void InstallChecks(httplib::Server& http, const DashboardOptions& options,
                                 req.get_header_value("Cookie"), token);
     CountGuess(req, ok, *throttle);
     if (ok) return httplib::Server::HandlerResponse::Unhandled;
-    ReplyJson(res, absl::UnauthenticatedError(
-                       "this coordinator requires its client token: send 'Authorization: Bearer "
-                       "<token>' or log in at /login"));
+    ReplyJson(res, absl::UnauthenticatedError(ToAbsl(kTokenRequired)));
     return httplib::Server::HandlerResponse::Handled;
   });
   // Unknown paths and handler failures that set no body of their own.
@@ -102,12 +115,9 @@ void InstallChecks(httplib::Server& http, const DashboardOptions& options,
         }
         ReplyJson(res, absl::InternalError(absl::StrCat("request failed: ", what)));
       });
-  // Nothing may come from elsewhere (air-gapped clusters; no CDN).
-  http.set_default_headers({{"Content-Security-Policy",
-                             "default-src 'self'; style-src 'self' 'unsafe-inline'; "
-                             "img-src 'self' data:; frame-ancestors 'none'"},
-                            {"X-Content-Type-Options", "nosniff"},
-                            {"Referrer-Policy", "no-referrer"}});
+  httplib::Headers headers;
+  for (const auto& [name, value] : SecurityHeaders()) headers.emplace(name, value);
+  http.set_default_headers(headers);
 }
 
 // A plain server, or an HTTPS one over the PEM files. INVALID_ARGUMENT when they cannot be used.
@@ -144,9 +154,7 @@ bool ThrottledGuess(const httplib::Request& req, httplib::Response& res, LoginTh
   int64_t wait_ms = throttle.WaitMs(req.remote_addr);
   if (wait_ms <= 0) return false;
   res.set_header("Retry-After", std::to_string((wait_ms + 999) / 1000));
-  ReplyJson(res, absl::ResourceExhaustedError(absl::StrCat(
-                     "too many wrong client tokens from ", req.remote_addr, "; try again in ",
-                     (wait_ms + 999) / 1000, " s")));
+  ReplyJson(res, TooManyGuesses(req.remote_addr, wait_ms));
   res.status = 429;  // Too Many Requests: the code for "slow down", with Retry-After
   return true;
 }
@@ -177,6 +185,9 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
                                                                         Store* store,
                                                                         ChangeFeed* feed,
                                                                         ServiceHooks hooks) {
+  if (!options.tls_cert_file.empty()) {
+    options.max_live_streams = std::min(options.max_live_streams, kMaxHttpsLiveStreams);
+  }
   absl::StatusOr<HostPort> hp = ParseListen(options.listen);
   if (!hp.ok()) return hp.status();
   if (absl::Status s = CheckExposure(*hp, options); !s.ok()) return s;
@@ -219,21 +230,43 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(Dashboar
 }
 
 void DashboardServer::StartServing(int listen_fd) {
-  const int threads = options_.max_live_streams + 16;
+  const bool tls = !options_.tls_cert_file.empty();
+  // Under HTTPS the live pages need their threads; over plain HTTP the live server holds them.
+  const int threads = kHttpRequestThreads + (tls ? options_.max_live_streams : 0);
   pool_ = std::make_unique<httplib::ThreadPool>(threads);
   ConnectionGateOptions gate = options_.gate;
-  gate.opaque = !options_.tls_cert_file.empty();
+  gate.opaque = tls;
+  ConnectionGate::Divert divert;
+  if (!tls) {
+    LiveServerOptions live;
+    live.client_token = options_.client_token;
+    live.clock = options_.clock;
+    live.min_interval = options_.live_min_interval;
+    live.keepalive = options_.live_keepalive;
+    live.max_streams = options_.max_live_streams;
+    live.headers = SecurityHeaders();
+    live_server_ = std::make_unique<LiveServer>(live, live_hub_.get(), feed_, &throttle_,
+                                                &live_streams_);
+    divert = [live = live_server_.get()](int fd, std::string_view request,
+                                         const std::string& address,
+                                         std::function<void()> release) {
+      if (!IsLiveRequest(request)) return false;
+      live->Take(fd, address, std::move(release));
+      return true;
+    };
+  }
   httplib::Server* http = http_.get();
   httplib::TaskQueue* pool = pool_.get();
   gate_ = std::make_unique<ConnectionGate>(
       gate, [http](int fd) { (http->*ProcessAndCloseSocket())(fd); },
-      [pool](std::function<void()> work) { pool->enqueue(std::move(work)); });
+      [pool](std::function<void()> work) { pool->enqueue(std::move(work)); }, std::move(divert));
   gate_->Start(listen_fd);
 }
 
 void DashboardServer::Stop() {
   if (stopping_.exchange(true)) return;
-  if (gate_) gate_->Stop();  // live streams see stopping_ or their closed sockets and end
+  if (gate_) gate_->Stop();  // no new connections; the pool's live streams see stopping_
+  if (live_server_) live_server_->Stop();  // before the gate goes: it frees the gate's slots
   if (pool_) pool_->shutdown();
 }
 

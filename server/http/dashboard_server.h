@@ -51,6 +51,12 @@ namespace ablate {
 
 class ApiQueries;
 class LiveHub;
+class LiveServer;
+
+// Under HTTPS a live page holds a pool thread for as long as it is open (live_routes.cc).
+inline constexpr int kMaxHttpsLiveStreams = 64;
+// The pool's threads for the other requests (API queries, pages, assets).
+inline constexpr int kHttpRequestThreads = 16;
 
 struct DashboardOptions {
   // HOST:PORT ([v6]:PORT for IPv6); port 0 lets the OS choose (see DashboardServer::port).
@@ -74,8 +80,10 @@ struct DashboardOptions {
   // The front door: connections per client address, and the deadline for a request to arrive
   // whole before it gets a thread (connection_gate.h). `opaque` is set from the TLS files.
   ConnectionGateOptions gate;
-  // Live streams open at once; more are answered 503 so that API requests keep their threads.
-  int max_live_streams = 32;
+  // Live streams open at once; more are answered 503. Over plain HTTP a page holds no thread
+  // (live_server.h); under HTTPS each holds one of the pool's, so there the cap is at most
+  // kMaxHttpsLiveStreams.
+  int max_live_streams = 1000;
   // A live stream polls at most this often, and at least every second.
   std::chrono::milliseconds live_min_interval{250};
   // Raw metric points the curve cache may hold (about 100 bytes each); 0 = no cache.
@@ -104,8 +112,8 @@ class DashboardServer {
   const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
   const std::string& host() const { return host_; }
 
-  // Ends live streams (within one poll interval; at once when the ChangeFeed is closed), stops
-  // listening and joins the serving threads. Idempotent; safe from any thread but a handler's.
+  // Stops listening, ends the live streams (each gets the end of its body), and joins the
+  // serving threads. Idempotent; safe from any thread but a handler's.
   void Stop();
 
  private:
@@ -124,6 +132,7 @@ class DashboardServer {
   std::string host_;
   int port_ = 0;
   std::unique_ptr<httplib::TaskQueue> pool_;  // runs the requests, one thread per connection
+  std::unique_ptr<LiveServer> live_server_;   // plain HTTP's live pages, without a thread each
   std::unique_ptr<ConnectionGate> gate_;      // accepts; hands whole requests to pool_
 };
 

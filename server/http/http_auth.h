@@ -13,6 +13,11 @@ namespace ablate {
 
 inline constexpr std::string_view kTokenCookie = "ablate_token";
 
+// What an API request without the right token is told (401).
+inline constexpr std::string_view kTokenRequired =
+    "this coordinator requires its client token: send 'Authorization: Bearer <token>' or log in "
+    "at /login";
+
 // Compares in time that depends only on the length of `expected`, so a wrong guess reveals
 // nothing of where it went wrong, not even whether its length was right.
 bool ConstantTimeEquals(std::string_view given, std::string_view expected);

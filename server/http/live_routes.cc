@@ -1,5 +1,6 @@
-// Server-sent events: one LiveStream per connection, pumped by httplib's chunked content
-// provider on the connection's thread. The stream waits on the ChangeFeed, so a change reaches
+// Server-sent events over HTTPS (plain HTTP pages are served by live_server.h without a thread
+// each): one LiveStream per connection, pumped by httplib's chunked content provider on the
+// connection's thread. The stream waits on the ChangeFeed, so a change reaches
 // the page within one poll interval, and ends at once when the feed is closed (shutdown).
 #include <algorithm>
 #include <chrono>
@@ -10,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "server/http/http_routes.h"
 #include "server/http/json_reply.h"
+#include "server/http/live_request.h"
 #include "server/http/live_stream.h"
-#include "server/http/request_params.h"
 
 namespace ablate {
 namespace {
@@ -95,9 +96,7 @@ class LiveSession {
 
 void ServeLive(const RouteContext& ctx, LiveScope scope, httplib::Response& res) {
   if (ctx.live_streams->load() >= ctx.options->max_live_streams) {
-    ReplyJson(res, absl::UnavailableError(absl::StrCat("too many live streams open (",
-                                                       ctx.options->max_live_streams,
-                                                       "); close some dashboard tabs")));
+    ReplyJson(res, TooManyLiveStreams(ctx.options->max_live_streams));
     return;
   }
   auto session = std::make_shared<LiveSession>(ctx, std::move(scope));
@@ -111,23 +110,13 @@ void ServeLive(const RouteContext& ctx, LiveScope scope, httplib::Response& res)
   });
 }
 
-// The scope's series from ?series= (points messages); other parameters are refused.
-absl::StatusOr<LiveScope> ScopeOf(const httplib::Request& req, LiveScope::Kind kind, int64_t id) {
-  if (absl::Status s = CheckParams(req, {"series"}); !s.ok()) return s;
-  absl::StatusOr<SeriesSet> series = SeriesSet::Parse(Param(req, "series"));
-  if (!series.ok()) return series.status();
-  return LiveScope{kind, id, *series};
-}
-
-void Live(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res,
-          LiveScope::Kind kind, const char* what) {
-  int64_t id = 0;
-  if (what != nullptr) {
-    absl::StatusOr<int64_t> parsed = ParseId(what, req.matches[1].str());
-    if (!parsed.ok()) return ReplyJson(res, parsed.status());
-    id = *parsed;
-  }
-  absl::StatusOr<LiveScope> scope = ScopeOf(req, kind, id);
+// The scope of the request's path and query (live_request.h: the same rules on both paths).
+void Live(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  LiveRequest request;
+  request.method = req.method;
+  request.path = req.path;
+  for (const auto& [name, value] : req.params) request.query.emplace_back(name, value);
+  absl::StatusOr<LiveScope> scope = LiveScopeOf(request);
   if (!scope.ok()) return ReplyJson(res, scope.status());
   ServeLive(ctx, *scope, res);
 }
@@ -135,19 +124,8 @@ void Live(const RouteContext& ctx, const httplib::Request& req, httplib::Respons
 }  // namespace
 
 void AddLiveRoutes(httplib::Server& http, const RouteContext& ctx) {
-  using Kind = LiveScope::Kind;
-  http.Get("/api/live/sweeps", [ctx](const httplib::Request& req, httplib::Response& res) {
-    Live(ctx, req, res, Kind::kSweeps, nullptr);
-  });
-  http.Get("/api/live/workers", [ctx](const httplib::Request& req, httplib::Response& res) {
-    Live(ctx, req, res, Kind::kWorkers, nullptr);
-  });
-  http.Get(R"(/api/live/sweeps/([^/]+))",
-           [ctx](const httplib::Request& req, httplib::Response& res) {
-             Live(ctx, req, res, Kind::kSweep, "sweep id");
-           });
-  http.Get(R"(/api/live/runs/([^/]+))", [ctx](const httplib::Request& req, httplib::Response& res) {
-    Live(ctx, req, res, Kind::kRun, "run id");
+  http.Get(R"(/api/live/.*)", [ctx](const httplib::Request& req, httplib::Response& res) {
+    Live(ctx, req, res);
   });
 }
 

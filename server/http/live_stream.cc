@@ -5,6 +5,11 @@
 
 namespace ablate {
 
+absl::Status TooManyLiveStreams(int max) {
+  return absl::UnavailableError(
+      absl::StrCat("too many live streams open (", max, "); close some dashboard tabs"));
+}
+
 LiveStream::LiveStream(LiveHub* hub, LiveScope scope, const Clock* clock)
     : hub_(hub),
       clock_(clock),

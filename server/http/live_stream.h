@@ -25,6 +25,9 @@
 
 namespace ablate {
 
+// UNAVAILABLE (503) for a page beyond `max` open live streams.
+absl::Status TooManyLiveStreams(int max);
+
 // Not thread-safe: one per connection. `hub` must outlive it.
 class LiveStream {
  public:

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "server/store/absl_compat.h"
+
 namespace ablate {
 
 LoginThrottle::LoginThrottle(LoginThrottleOptions options) : options_(std::move(options)) {}
@@ -47,6 +50,12 @@ void LoginThrottle::ForgetIdle(int64_t now) {
     });
     entries_.erase(oldest);
   }
+}
+
+absl::Status TooManyGuesses(std::string_view address, int64_t wait_ms) {
+  return absl::ResourceExhaustedError(absl::StrCat("too many wrong client tokens from ",
+                                                   ToAbsl(address), "; try again in ",
+                                                   (wait_ms + 999) / 1000, " s"));
 }
 
 }  // namespace ablate

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 
@@ -46,6 +48,10 @@ class LoginThrottle {
   absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
+
+// RESOURCE_EXHAUSTED (answered 429 with Retry-After) for a token from `address` that must wait
+// `wait_ms` more before it is looked at.
+absl::Status TooManyGuesses(std::string_view address, int64_t wait_ms);
 
 }  // namespace ablate
 

@@ -19,6 +19,19 @@ std::optional<int64_t> ToInt(std::string_view text) {
 
 }  // namespace
 
+absl::Status CheckParamName(std::string_view name,
+                            std::initializer_list<std::string_view> allowed) {
+  for (std::string_view a : allowed) {
+    if (a == name) return absl::OkStatus();
+  }
+  std::string valid;
+  for (std::string_view a : allowed) absl::StrAppend(&valid, valid.empty() ? "" : ", ", ToAbsl(a));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown query parameter '", ToAbsl(name), "'",
+                   valid.empty() ? "; this endpoint takes none"
+                                 : absl::StrCat("; this endpoint takes: ", valid)));
+}
+
 absl::StatusOr<int64_t> ParseId(std::string_view name, std::string_view text) {
   std::optional<int64_t> v = ToInt(text);
   if (!v || *v < 1) {

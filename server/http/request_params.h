@@ -5,6 +5,7 @@
 #define ABLATE_SERVER_HTTP_REQUEST_PARAMS_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 
@@ -15,6 +16,10 @@ namespace ablate {
 
 // Most points per series a metrics request may ask for.
 inline constexpr int kMaxPointsLimit = 20000;
+
+// INVALID_ARGUMENT naming `name` and the parameters the endpoint takes, unless it is one of them.
+absl::Status CheckParamName(std::string_view name,
+                            std::initializer_list<std::string_view> allowed);
 
 // A sweep or run id: a decimal integer >= 1.
 absl::StatusOr<int64_t> ParseId(std::string_view name, std::string_view text);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,9 +17,14 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "server/http/api_queries.h"
 #include "server/http/dashboard_server.h"
 #include "server/http/http_auth.h"
+#include "server/http/live_hub.h"
+#include "server/http/live_server.h"
 #include "tests/http/sweep_fixture.h"
 #include "tests/util/subprocess.h"
 
@@ -289,11 +295,11 @@ int ConnectFrom(const char* from, int port) {
 // serve everyone else; each address has a cap, and a request has a deadline to arrive.
 class SlowClientsTest : public HttpApiTest {
  protected:
+  // The pool has 16 threads (kHttpRequestThreads): fewer than the slow clients.
   void StartGated(ConnectionGateOptions gate) {
     server_.reset();
     DashboardOptions options;
     options.listen = "127.0.0.1:0";
-    options.max_live_streams = 4;  // 20 serving threads: fewer than the slow clients
     options.gate = gate;
     server_ = DashboardServer::Start(options, store_.get(), &feed_, {}).value();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
@@ -378,8 +384,8 @@ TEST(ConnectionGateTest, RequestCompleteNeedsTheHeadAndTheAnnouncedBody) {
 
 // Reads a live stream on a thread until `done` says so or the stream ends.
 struct StreamReader {
-  std::string text;
-  std::mutex mu;
+  absl::Mutex mu;
+  std::string text ABSL_GUARDED_BY(mu);
   std::atomic<bool> stop{false};
   std::thread thread;
 
@@ -388,14 +394,19 @@ struct StreamReader {
       httplib::Client c("127.0.0.1", port);
       c.set_read_timeout(30, 0);
       c.Get(path, headers, [this](const char* data, size_t n) {
-        std::lock_guard<std::mutex> lock(mu);
+        absl::MutexLock lock(&mu);
         text.append(data, n);
         return !stop.load();
       });
     });
   }
+  // What has arrived so far.
+  std::string Text() {
+    absl::MutexLock lock(&mu);
+    return text;
+  }
   bool Has(const std::string& needle) {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     return text.find(needle) != std::string::npos;
   }
   bool WaitFor(const std::string& needle, std::chrono::milliseconds timeout) {
@@ -412,19 +423,176 @@ TEST_F(HttpApiTest, LiveStreamSendsNewPointsAndEndsOnStop) {
   StreamReader reader;
   const ablate::Run& run = sweep_.runs.back();
   reader.Start(server_->port(), "/api/live/runs/" + std::to_string(run.id));
-  ASSERT_TRUE(reader.WaitFor("event: ready", 10s)) << reader.text;
+  ASSERT_TRUE(reader.WaitFor("event: ready", 10s)) << reader.Text();
   EXPECT_TRUE(reader.Has("event: run\n"));
   EXPECT_FALSE(reader.Has("event: points")) << "points already stored are not streamed";
   ASSERT_TRUE(testing::AppendFixtureBatch(*store_, run, sweep_.attempts.back(), 5, 1500, 3, 500,
                                           testing::FixtureShape())
                   .ok());
   feed_.Notify();
-  ASSERT_TRUE(reader.WaitFor("\"step\":[1500,1501,1502]", 10s)) << reader.text;
+  ASSERT_TRUE(reader.WaitFor("\"step\":[1500,1501,1502]", 10s)) << reader.Text();
   auto t0 = std::chrono::steady_clock::now();
   feed_.Close();
   server_->Stop();
   reader.thread.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "Stop with a stream open";
+}
+
+// Reads from `fd` (appending to *text) until *text holds `needle`, the peer closes, or `timeout`.
+bool ReadUntil(int fd, std::string* text, const std::string& needle,
+               std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (text->find(needle) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[16384];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return text->find(needle) != std::string::npos;
+    text->append(buf, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Threads of this process now.
+int ProcessThreads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Issue 28: over plain HTTP a live page holds no thread. 200 pages on one sweep, from five
+// addresses (each may hold 64 connections): every one gets the API's head and its snapshot, then
+// the new points after a change, and the end of its body at Stop, while the process keeps the
+// threads it had with none open. The thread-per-page server ran 32 pages at most here (the rest
+// were answered 503) with 48 pool threads.
+TEST_F(HttpApiTest, TwoHundredLivePagesHoldNoThreadEach) {
+  const int idle = ProcessThreads();
+  const std::string request = "GET /api/live/sweeps/" + std::to_string(sweep_.sweep_id) +
+                              "?series=train_loss HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::vector<int> pages;
+  std::vector<std::string> got(200);
+  for (int i = 0; i < 200; ++i) {
+    std::string from = "127.0.0." + std::to_string(2 + i % 5);
+    int fd = ConnectFrom(from.c_str(), server_->port());
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    pages.push_back(fd);
+  }
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(ReadUntil(pages[i], &got[i], "event: ready", 20s)) << i << ": " << got[i];
+  }
+  const std::string& head = got[0];
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  for (const char* line : {"Content-Type: text/event-stream\r\n", "Cache-Control: no-store\r\n",
+                           "Transfer-Encoding: chunked\r\n", "X-Content-Type-Options: nosniff\r\n",
+                           "Content-Security-Policy: default-src 'self'", "X-Ablate-Now-Ms: ",
+                           "retry: 2000\n\n", "event: sweep\n", "event: run\n"}) {
+    EXPECT_NE(head.find(line), std::string::npos) << line << " in " << head;
+  }
+  const int open = ProcessThreads();
+  EXPECT_LE(open, idle) << "threads with 200 live pages open: " << open << ", idle: " << idle;
+  std::cout << "threads: idle " << idle << ", with 200 live pages " << open << "\n";
+
+  const ablate::Run& run = sweep_.runs.back();
+  ASSERT_TRUE(testing::AppendFixtureBatch(*store_, run, sweep_.attempts.back(), 5, 1500, 3, 500,
+                                          testing::FixtureShape())
+                  .ok());
+  feed_.Notify();
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_TRUE(ReadUntil(pages[i], &got[i], "\"step\":[1500,1501,1502]", 10s)) << i;
+  }
+  for (int i = 0; i < 100; ++i) close(pages[i]);  // half the pages go away
+  server_->Stop();
+  for (int i = 100; i < 200; ++i) {
+    EXPECT_TRUE(ReadUntil(pages[i], &got[i], "\r\n0\r\n\r\n", 5s)) << "the end of page " << i;
+    close(pages[i]);
+  }
+}
+
+// A live page that asks for what it may not have is answered as the API answers, and closed.
+TEST_F(HttpApiTest, LiveRequestsAreCheckedAsTheApiChecksThem) {
+  ExpectError("/api/live/sweeps/999", 404, "NOT_FOUND", "999");
+  ExpectError("/api/live/runs/abc", 400, "INVALID_ARGUMENT", "run id must be a positive integer");
+  ExpectError("/api/live/sweeps?max_points=3", 400, "INVALID_ARGUMENT",
+              "unknown query parameter 'max_points'");
+  ExpectError("/api/live/nothing", 404, "NOT_FOUND", "no such API path: GET /api/live/nothing");
+  Start("s3cret");
+  ExpectError("/api/live/workers", 401, "UNAUTHENTICATED", "client token");
+  for (int i = 0; i < 4; ++i) {
+    client_->Get("/api/live/workers", {{"Authorization", "Bearer wrong"}});
+  }
+  httplib::Result throttled =
+      client_->Get("/api/live/workers", {{"Authorization", "Bearer s3cret"}});
+  ASSERT_TRUE(throttled);
+  EXPECT_EQ(throttled->status, 429) << "wrong tokens on live pages count as guesses";
+  EXPECT_FALSE(throttled->get_header_value("Retry-After").empty());
+}
+
+// The live server on its own, over socket pairs: pages whose client went away are closed (and
+// their gate slot released), and so is a page that stopped reading once its output has not moved
+// for the stall limit, while a page beside it goes on.
+TEST_F(HttpApiTest, LiveServerClosesPagesThatGoOrStopReading) {
+  server_.reset();
+  ApiQueries queries(store_.get(), &feed_, {}, 0);
+  LiveHub hub(&queries, &feed_, 20ms);
+  LoginThrottle throttle;
+  std::atomic<int> streams{0};
+  LiveServerOptions o;
+  o.min_interval = 20ms;
+  o.stall_limit = 300ms;
+  LiveServer live(o, &hub, &feed_, &throttle, &streams);
+  std::atomic<int> released{0};
+  const std::string request =
+      "GET /api/live/sweeps/" + std::to_string(sweep_.sweep_id) + " HTTP/1.1\r\n\r\n";
+  auto open_page = [&](int* client) {
+    int sv[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    EXPECT_EQ(send(sv[1], request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    *client = sv[1];
+    return sv[0];
+  };
+  for (int i = 0; i < 10; ++i) {
+    int client;
+    live.Take(open_page(&client), "a", [&] { ++released; });
+    std::string text;
+    ASSERT_TRUE(ReadUntil(client, &text, "event: ready", 10s)) << text;
+    close(client);
+  }
+  for (int i = 0; i < 500 && (live.open() > 0 || released < 10); ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(live.open(), 0);
+  EXPECT_EQ(released.load(), 10);
+  EXPECT_EQ(streams.load(), 0);
+
+  int stuck_client, reading_client;
+  int stuck = open_page(&stuck_client);
+  int small = 4096;
+  setsockopt(stuck, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  live.Take(stuck, "b", [&] { ++released; });
+  live.Take(open_page(&reading_client), "c", [&] { ++released; });
+  std::string reading;
+  ASSERT_TRUE(ReadUntil(reading_client, &reading, "event: ready", 10s));
+  const ablate::Run& run = sweep_.runs.back();
+  for (int i = 0; i < 100 && released < 11; ++i) {  // points the stuck page never reads
+    ASSERT_TRUE(testing::AppendFixtureBatch(*store_, run, sweep_.attempts.back(), 5, 2000 + 50 * i,
+                                            50, 600 + i, testing::FixtureShape())
+                    .ok());
+    feed_.Notify();
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(released.load(), 11) << "the page that stopped reading is closed";
+  EXPECT_EQ(live.open(), 1);
+  reading.clear();
+  EXPECT_TRUE(ReadUntil(reading_client, &reading, "\"step\":[2", 10s)) << "the other page goes on";
+  live.Stop();
+  EXPECT_EQ(released.load(), 12);
+  close(stuck_client);
+  close(reading_client);
 }
 
 // The dashboard's "now" comes from its injected clock (common/clock.h): the X-Ablate-Now-Ms of
@@ -458,7 +626,7 @@ TEST_F(HttpApiTest, NowIsTheInjectedClocksOnEveryAnswerAndStream) {
 
   StreamReader reader;
   reader.Start(server_->port(), "/api/live/workers", good);
-  EXPECT_TRUE(reader.WaitFor("{\"now_ms\":1767225602500}", 10s)) << reader.text;
+  EXPECT_TRUE(reader.WaitFor("{\"now_ms\":1767225602500}", 10s)) << reader.Text();
   reader.stop = true;
   feed_.Close();
   server_->Stop();

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "server/http/curve_cache.h"
 #include "server/http/http_auth.h"
+#include "server/http/live_request.h"
 #include "server/http/live_stream.h"
 #include "server/http/login_throttle.h"
 #include "server/http/metrics_json.h"
@@ -308,6 +309,73 @@ TEST_F(StoreFixture, APageThatStopsReadingIsDroppedNotBuffered) {
   EXPECT_EQ(late.status().code(), absl::StatusCode::kResourceExhausted) << late.status();
   EXPECT_NE(late.status().message().find("fell more than 200 ms behind"), std::string::npos);
   EXPECT_TRUE(reading.Poll().ok()) << "the page that reads goes on";
+}
+
+// The live server reads a page's request itself (live_request.h): the same paths, parameters,
+// decoding and errors as the httplib routes, and the headers the token check needs.
+TEST(LiveRequestTest, RequestLineHeadersAndQueryAreDecoded) {
+  EXPECT_TRUE(IsLiveRequest("GET /api/live/sweeps HTTP/1.1\r\n\r\n"));
+  EXPECT_FALSE(IsLiveRequest("POST /api/live/sweeps HTTP/1.1\r\n\r\n"));
+  EXPECT_FALSE(IsLiveRequest("GET /api/livex HTTP/1.1\r\n\r\n"));
+  EXPECT_FALSE(IsLiveRequest("GET /api/sweeps HTTP/1.1\r\n\r\n"));
+
+  absl::StatusOr<LiveRequest> r = ParseLiveRequest(
+      "GET /api/live/runs/%34%32?series=train_loss%2Cval_loss&x=a+b HTTP/1.1\r\n"
+      "Host: h\r\nauthorization:  Bearer tok \r\nCOOKIE: a=1; ablate_token=74\r\n"
+      "Cookie: second=2\r\n\r\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method, "GET");
+  EXPECT_EQ(r->path, "/api/live/runs/42");
+  ASSERT_EQ(r->query.size(), 2u);
+  EXPECT_EQ(r->query[0], std::make_pair(std::string("series"), std::string("train_loss,val_loss")));
+  EXPECT_EQ(r->query[1], std::make_pair(std::string("x"), std::string("a b")));
+  EXPECT_EQ(r->authorization, "Bearer tok");
+  EXPECT_EQ(r->cookie, "a=1; ablate_token=74") << "the first Cookie header, as httplib";
+  EXPECT_TRUE(ParseLiveRequest("GET /api/live/sweeps HTTP/1.0\n\n").ok()) << "bare newlines";
+
+  for (const char* bad : {"GET /api/live/sweeps HTTP/1.1\r\nHost: x\r\n",  // no blank line
+                          "GET /api/live/sweeps\r\n\r\n", "GET  /api/live/sweeps HTTP/1.1\r\n\r\n",
+                          "GET /api/live/sweeps HTTP/2\r\n\r\n",
+                          "GET /api/live/sweeps?series=%zz HTTP/1.1\r\n\r\n",
+                          "GET /api/live/sweeps HTTP/1.1\r\nno colon\r\n\r\n"}) {
+    absl::StatusOr<LiveRequest> got = ParseLiveRequest(bad);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(LiveRequestTest, PathsMapToScopesAndBadOnesAreNamed) {
+  auto scope = [](const std::string& target) {
+    absl::StatusOr<LiveRequest> r = ParseLiveRequest("GET " + target + " HTTP/1.1\r\n\r\n");
+    EXPECT_TRUE(r.ok()) << target;
+    return LiveScopeOf(*r);
+  };
+  EXPECT_EQ(scope("/api/live/sweeps")->kind, LiveScope::Kind::kSweeps);
+  EXPECT_EQ(scope("/api/live/workers")->kind, LiveScope::Kind::kWorkers);
+  absl::StatusOr<LiveScope> sweep = scope("/api/live/sweeps/7?series=val_loss");
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_EQ(sweep->kind, LiveScope::Kind::kSweep);
+  EXPECT_EQ(sweep->id, 7);
+  EXPECT_TRUE(sweep->series.Has(Series::kValLoss));
+  EXPECT_FALSE(sweep->series.Has(Series::kTrainLoss));
+  absl::StatusOr<LiveScope> run = scope("/api/live/runs/9");
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->kind, LiveScope::Kind::kRun);
+  EXPECT_EQ(run->id, 9);
+  EXPECT_TRUE(run->series.Has(Series::kTrainLoss)) << "no series: all of them";
+
+  auto error = [&](const std::string& target) { return scope(target).status(); };
+  EXPECT_EQ(error("/api/live/nothing").code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(error("/api/live/nothing").message().find("no such API path: GET /api/live/nothing"),
+            std::string::npos);
+  EXPECT_EQ(error("/api/live/sweeps/3/").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(error("/api/live/runs/").code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(error("/api/live/sweeps/abc").message().find("sweep id must be a positive integer"),
+            std::string::npos);
+  EXPECT_NE(error("/api/live/runs/0").message().find("run id"), std::string::npos);
+  EXPECT_NE(error("/api/live/sweeps?limit=3").message().find(
+                "unknown query parameter 'limit'; this endpoint takes: series"),
+            std::string::npos);
+  EXPECT_EQ(error("/api/live/sweeps?series=bogus").code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SseTest, MessageFormat) {
