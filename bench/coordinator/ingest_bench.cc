@@ -2,9 +2,9 @@
 // large MetricBatches into a real ablate-coordinator process with a SQLite file, keeping a window
 // of unacknowledged batches per attempt. Reports committed points/s (acknowledged points / wall
 // time) and its ratio to raw batched SQLite inserts of the same rows, measured in the same run
-// (raw_sqlite_baseline.h). Target: >= 50% of raw. The runs are configured for every step they
-// send (batches x points); when any batch is refused (a Cancel) or any run does not end
-// RUN_SUCCEEDED, the bench prints why, no figures, and exits 1.
+// (raw_sqlite_baseline.h). Target: >= 80% of raw (issue 28). The runs are configured for every
+// step they send (batches x points); when any batch is refused (a Cancel) or any run does not
+// end RUN_SUCCEEDED, the bench prints why, no figures, and exits 1.
 // Usage: ingest_bench [workers] [runs_per_worker] [batches_per_run] [points_per_batch] [window]
 #include <atomic>
 #include <chrono>
@@ -156,6 +156,6 @@ int main(int argc, char** argv) {
             << "  raw SQLite, same rows, " << c.points_per_batch << " per transaction: " << raw_rate
             << " points/s  (" << raw.seconds << " s)\n"
             << "  ratio: coordinator = " << 100.0 * coord_rate / raw_rate
-            << "% of raw  (target >= 50%)\n";
+            << "% of raw  (target >= 80%)\n";
   return 0;
 }
