@@ -44,6 +44,8 @@ R=$WORK/root
 mkdir -p "$R"
 tar -C "$R" -xf "$ROOTFS_TAR"
 cp /etc/resolv.conf "$R/etc/resolv.conf"
+# As Debian's installer writes it: the machine's own name resolves (Slurm's daemons need that).
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n' "$(hostname)" > "$R/etc/hosts"
 # This machine's own CA certificates (a site behind a TLS-inspecting proxy has them on every
 # machine): ca-certificates adds them when dev.sh installs it.
 mkdir -p "$R/usr/local/share/ca-certificates"

@@ -100,7 +100,9 @@ bool SlurmCluster::WriteConfig(std::string* error) {
   const std::string host = HostName();
   cluster_name_ = "lab";
   std::ostringstream conf;
-  conf << "ClusterName=" << cluster_name_ << "\nSlurmctldHost=" << host
+  // The controller's address given with its name: slurmd then never resolves the host name,
+  // which a container or a fresh chroot often cannot (no /etc/hosts line for it).
+  conf << "ClusterName=" << cluster_name_ << "\nSlurmctldHost=" << host << "(127.0.0.1)"
        << "\nSlurmctldPort=" << FreePort() << "\nSlurmUser=root\nAuthType=auth/munge\n"
        << "AuthInfo=socket=" << d << "/munge.sock,cred_expire=10\n"
        << "CredType=cred/munge\nStateSaveLocation=" << d << "/spool/ctld\n"
