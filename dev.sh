@@ -15,7 +15,7 @@ JOBS=${ABLATE_JOBS:-$(nproc)}
 
 # What the demo needs: the compiler, the service libraries, OpenBLAS, and the fortunes it trains
 # on (libgtest-dev and libgmock-dev only because the build folder configures the tests too; they
-# are small). The dashboard's uPlot comes from npm's registry with curl (web_uplot), not npm.
+# are small). The dashboard's uPlot comes from npm's registry with curl (web_package), not npm.
 DEMO_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
@@ -54,52 +54,52 @@ install_deps() {
   fi
 }
 
-# The dashboard's npm packages (uPlot, and playwright-core for the browser tests) in web/, from
-# the committed lockfile; skipped while node_modules matches it. Debian's npm only when there is
-# no npm at all (a newer node may already be installed).
+# The dashboard's two npm packages in web/node_modules: uPlot (the charts) and playwright-core (the
+# browser tests drive chromium with it), fetched without npm (web_package), and node to run the
+# browser tests: Debian's nodejs when there is no node at all (a newer one may be installed).
+# Debian's npm would bring some 400 more packages: 96 s of a bare `./dev.sh test` (2026-11-27).
 web_deps() {
-  if ! command -v npm >/dev/null; then
-    echo "dev.sh: installing npm" >&2
+  if ! command -v node >/dev/null; then
+    echo "dev.sh: installing nodejs" >&2
     as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs
   fi
-  local stamp="$ROOT/web/node_modules/.ablate-lock.sha256"
-  local want
-  want=$(sha256sum "$ROOT/web/package-lock.json" | cut -d' ' -f1)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "dev.sh: npm ci in web/" >&2
-    (cd "$ROOT/web" && npm ci --no-audit --no-fund --loglevel=error)
-    echo "$want" > "$stamp"
-  fi
+  web_package uplot dist/uPlot.esm.js
+  web_package playwright-core cli.js
 }
 
-# The dashboard's chart library alone (all the demo and the bundle use of web/node_modules),
-# without npm: uPlot's tarball from npm's registry ($npm_config_registry, default
-# registry.npmjs.org), checked against package-lock.json's sha512. Debian's npm brings nodejs and
-# some 400 packages: 9 of the first 15 minutes of `./dev.sh demo` on a bare, loaded machine
-# (scripts/bare_timing.sh). Skipped while node_modules holds the locked version.
+# The dashboard's chart library alone: all the demo and the bundle use of web/node_modules.
 web_uplot() {
-  local lock="$ROOT/web/package-lock.json" dest="$ROOT/web/node_modules/uplot"
+  web_package uplot dist/uPlot.esm.js
+}
+
+# web_package NAME FILE: package NAME of web/package-lock.json (neither has dependencies of its
+# own) from npm's registry ($npm_config_registry, default registry.npmjs.org) with curl, checked
+# against the lockfile's sha512 and unpacked into web/node_modules/NAME, as `npm ci` would.
+# Skipped while node_modules holds the locked version (and FILE, which shows it is whole).
+web_package() {
+  local name=$1 file=$2
+  local lock="$ROOT/web/package-lock.json" dest="$ROOT/web/node_modules/$1"
   local entry version integrity registry tgz want got
-  entry=$(sed -n '/"node_modules\/uplot": {/,/}/p' "$lock")
-  version=$(sed -n 's/.*"version": "\([^"]*\)".*/\1/p' <<<"$entry")
-  integrity=$(sed -n 's/.*"integrity": "sha512-\([^"]*\)".*/\1/p' <<<"$entry")
+  entry=$(sed -n "/\"node_modules\/$name\": {/,/}/p" "$lock")
+  version=$(sed -n 's/.*"version": "\([^"]*\)".*/\1/p' <<<"$entry" | head -1)
+  integrity=$(sed -n 's/.*"integrity": "sha512-\([^"]*\)".*/\1/p' <<<"$entry" | head -1)
   if [ -z "$version" ] || [ -z "$integrity" ]; then
-    echo "dev.sh: no uplot version and sha512 in $lock" >&2
+    echo "dev.sh: no $name version and sha512 in $lock" >&2
     exit 1
   fi
-  if [ -f "$dest/dist/uPlot.esm.js" ] && grep -q "\"version\": \"$version\"" "$dest/package.json"; then
+  if [ -f "$dest/$file" ] && grep -q "\"version\": \"$version\"" "$dest/package.json"; then
     return 0
   fi
   registry=${npm_config_registry:-https://registry.npmjs.org/}
   tgz=$(mktemp)
-  echo "dev.sh: fetching uplot $version" >&2
-  curl -fsSL --retry 3 "${registry%/}/uplot/-/uplot-$version.tgz" -o "$tgz"
+  echo "dev.sh: fetching $name $version" >&2
+  curl -fsSL --retry 3 "${registry%/}/$name/-/$name-$version.tgz" -o "$tgz"
   want=$(printf '%s' "$integrity" | base64 -d | od -An -v -tx1 | tr -d ' \n')
   got=$(sha512sum "$tgz" | cut -d' ' -f1)
   if [ "$want" != "$got" ]; then
     rm -f "$tgz"
-    echo "dev.sh: uplot-$version.tgz does not match the sha512 in $lock" >&2
+    echo "dev.sh: $name-$version.tgz does not match the sha512 in $lock" >&2
     exit 1
   fi
   rm -rf "$dest"

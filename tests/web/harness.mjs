@@ -136,14 +136,14 @@ export async function getJson(url) {
   return res.json();
 }
 
-// playwright-core as installed in web/ by `npm ci`.
+// playwright-core as installed in web/node_modules by ./dev.sh deps (or `npm ci`).
 export function playwright() {
   const require = createRequire(path.join(env('ABLATE_WEB_ROOT'), 'package.json'));
   try {
     return require('playwright-core');
   } catch (e) {
     throw new Error(`playwright-core is not installed in ${env('ABLATE_WEB_ROOT')}/node_modules: ` +
-      `run 'npm ci' there (./dev.sh deps does): ${e.message}`);
+      `run ./dev.sh deps (or 'npm ci' there): ${e.message}`);
   }
 }
 
