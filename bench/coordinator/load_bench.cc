@@ -75,10 +75,11 @@ int main(int argc, char** argv) {
             << " sweeps); every run succeeded, every batch acknowledged without a Cancel:\n";
   Print("1 run  ", base);
   Print(std::to_string(c.runs()) + " runs", full);
-  std::cout << "  offered " << c.runs() * c.steps_per_second << " batches/s with " << c.runs()
-            << " runs; acknowledged " << full.points_per_second << "/s over the pacing\n";
-  std::cout << "  target: p99 < 100 ms at 200 runs, " << 200 * c.steps_per_second
-            << " points/s offered\n"
+  const double offered = c.runs() * c.steps_per_second;
+  std::cout << "  offered " << offered << " batches/s with " << c.runs() << " runs; acknowledged "
+            << full.points_per_second << "/s from the pacing's start to the last batch's Ack ("
+            << 100.0 * full.points_per_second / offered << "% of offered)\n";
+  std::cout << "  target (issue 28): >= 98% of offered acknowledged, p99 < 100 ms\n"
             << "  ratio: p99(" << c.runs() << ")/p99(1) = "
             << Percentile(full.latencies_ms, 0.99) / Percentile(base.latencies_ms, 0.99) << "\n";
   std::cout << "coordinator threads (peak) and memory (VmRSS peak): idle " << idle.threads

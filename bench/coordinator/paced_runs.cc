@@ -44,37 +44,9 @@ void RunFailed(Shared& s, int i, const std::string& what) {
   if (s.why.empty()) s.why = "run at position " + std::to_string(i) + ": " + what;
 }
 
-// One run, at position i: takes an assignment, waits at `assigned` for all runs (the
-// completion step runs before_pacing), then paces its batches.
-template <class Barrier>
-void PaceRun(SimWorker& worker, Shared& s, int i, Barrier& assigned) {
+// After its batches: waits for their Acks, then RunFinished and its Ack; records the outcome.
+void EndRun(SimWorker& worker, Shared& s, int i, const v1::Assignment& a) {
   const PacedLoad& c = s.c;
-  auto got = worker.NextAssignment(std::chrono::seconds(60));
-  if (!got) {
-    RunFailed(s, i, "no Assignment within 60 s");
-    assigned.arrive_and_drop();
-    return;
-  }
-  const v1::Assignment& a = got->assignment;
-  s.run_ids[size_t(i)] = a.run_id();
-  worker.SendRunStarted(a);
-  assigned.arrive_and_wait();
-  const auto period = std::chrono::duration<double>(1.0 / c.steps_per_second);
-  const double phase = static_cast<double>(i) / c.runs();
-  Clock::time_point start =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(period * phase);
-  v1::MetricBatch batch;
-  batch.set_attempt_id(a.attempt_id());
-  batch.set_fencing_token(a.fencing_token());
-  for (int step = 0; step < c.steps(); ++step) {
-    std::this_thread::sleep_until(start +
-                                  std::chrono::duration_cast<Clock::duration>(period * step));
-    batch.set_seq(step + 1);
-    *batch.mutable_points() = {};
-    *batch.add_points() = BenchPoint(step);
-    if (s.times) s.times->Set(i, step, Clock::now());
-    worker.SendBatch(batch);
-  }
   const auto timeout = std::chrono::seconds(60);
   bool ok = worker.WaitAcked(a.attempt_id(), c.steps(), timeout);
   if (!ok) RunFailed(s, i, "not every batch acknowledged within 60 s");
@@ -88,6 +60,53 @@ void PaceRun(SimWorker& worker, Shared& s, int i, Barrier& assigned) {
   absl::MutexLock lock(&s.mu);
   s.ok[size_t(i)] = ok;
   s.last_finished = std::max(s.last_finished, Clock::now());
+}
+
+// The runs of one simulated worker, at positions first .. first + count - 1, on one thread (a real
+// worker streams every run of its node over its one stream; a thread per run cost the bench's
+// side of the two cores 2,000 wake-ups per step round): takes an assignment per run, waits at
+// `assigned` for all workers (the completion step runs before_pacing), then paces every run's
+// batches in the order of their send times, then ends each run.
+template <class Barrier>
+void PaceWorker(SimWorker& worker, Shared& s, int first, int count, Barrier& assigned) {
+  const PacedLoad& c = s.c;
+  std::vector<v1::Assignment> runs;
+  for (int k = 0; k < count; ++k) {
+    auto got = worker.NextAssignment(std::chrono::seconds(60));
+    if (!got) {
+      RunFailed(s, first + k, "no Assignment within 60 s");
+      assigned.arrive_and_drop();
+      return;
+    }
+    runs.push_back(got->assignment);
+    s.run_ids[size_t(first + k)] = got->assignment.run_id();
+    worker.SendRunStarted(got->assignment);
+  }
+  assigned.arrive_and_wait();
+  const auto period = std::chrono::duration<double>(1.0 / c.steps_per_second);
+  const Clock::time_point start = Clock::now();
+  // Run first + k sends step `step` at start + period * (step + (first + k) / runs): the runs'
+  // phases spread over one period, as with a thread per run, and in this order in time.
+  std::vector<v1::MetricBatch> batches(static_cast<size_t>(count));
+  for (int k = 0; k < count; ++k) {
+    batches[size_t(k)].set_attempt_id(runs[size_t(k)].attempt_id());
+    batches[size_t(k)].set_fencing_token(runs[size_t(k)].fencing_token());
+  }
+  for (int step = 0; step < c.steps(); ++step) {
+    for (int k = 0; k < count; ++k) {
+      const int i = first + k;
+      const double at = step + static_cast<double>(i) / c.runs();
+      std::this_thread::sleep_until(start +
+                                    std::chrono::duration_cast<Clock::duration>(period * at));
+      v1::MetricBatch& batch = batches[size_t(k)];
+      batch.set_seq(step + 1);
+      *batch.mutable_points() = {};
+      *batch.add_points() = BenchPoint(step);
+      if (s.times) s.times->Set(i, step, Clock::now());
+      worker.SendBatch(batch);
+    }
+  }
+  for (int k = 0; k < count; ++k) EndRun(worker, s, first + k, runs[size_t(k)]);
 }
 
 }  // namespace
@@ -175,13 +194,18 @@ PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const 
     if (before_pacing) before_pacing(result.sweep_ids, s.run_ids);
     t0 = Clock::now();  // points/s over the pacing only
   };
-  std::barrier assigned(c.runs(), all_assigned);
+  std::barrier assigned(c.workers, all_assigned);
   std::vector<std::thread> threads;
-  for (int i = 0; i < c.runs(); ++i) {
-    threads.emplace_back([&, i] { PaceRun(*workers[size_t(i / c.slots)], s, i, assigned); });
+  for (int w = 0; w < c.workers; ++w) {
+    threads.emplace_back(
+        [&, w] { PaceWorker(*workers[size_t(w)], s, w * c.slots, c.slots, assigned); });
   }
   for (std::thread& t : threads) t.join();
-  double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  // From the pacing's start to the last batch's Ack: what the coordinator kept up with (the
+  // RunFinished round trips after it are not batches).
+  Clock::time_point last_ack = t0;
+  for (auto& w : workers) last_ack = std::max(last_ack, w->LastBatchAck());
+  double seconds = std::chrono::duration<double>(last_ack - t0).count();
   for (auto& w : workers) {
     std::vector<double> l = w->TakeLatenciesMs();
     result.latencies_ms.insert(result.latencies_ms.end(), l.begin(), l.end());
@@ -189,7 +213,8 @@ PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const 
     if (result.why.empty()) result.why = w->FirstCancel();
     w->Close();
   }
-  result.points_per_second = static_cast<double>(result.latencies_ms.size()) / seconds;
+  result.points_per_second =
+      seconds > 0 ? static_cast<double>(result.latencies_ms.size()) / seconds : 0;
   result.run_ids = s.run_ids;
   {
     absl::MutexLock lock(&s.mu);

@@ -29,7 +29,8 @@ struct PacedLoad {
 };
 
 // When each batch of each run went out (steady-clock nanoseconds, 0 = not yet), indexed by the
-// run's position; written by the run's thread before the batch is sent, readable by any thread.
+// run's position; written by its worker's pacing thread before the batch is sent, readable by any
+// thread.
 class SendTimes {
  public:
   SendTimes(int runs, int steps);
@@ -51,7 +52,7 @@ struct PacedResult {
   bool ok = false;
   std::string why;
   std::vector<double> latencies_ms;  // MetricBatch send -> Ack
-  double points_per_second = 0;
+  double points_per_second = 0;  // acknowledged batches / (pacing start -> last batch's Ack)
   int cancels = 0;
   std::vector<int64_t> sweep_ids;   // SweepSizes(c.runs()) sweeps, in submit order
   std::vector<int64_t> run_ids;     // by position

@@ -89,6 +89,7 @@ void SimWorker::OnAck(const v1::Ack& ack, Clock::time_point now) {
   }
   a.acked_seq = std::max(a.acked_seq, ack.seq());
   auto end = a.in_flight.upper_bound(ack.seq());
+  if (a.in_flight.begin() != end) last_batch_ack_ = now;
   for (auto it = a.in_flight.begin(); it != end; ++it) {
     latencies_ms_.push_back(std::chrono::duration<double, std::milli>(now - it->second).count());
   }
@@ -167,6 +168,11 @@ bool SimWorker::Finish(const v1::Assignment& a, int64_t steps, std::chrono::mill
   };
   return mu_.AwaitWithTimeout(absl::Condition(&finished), absl::FromChrono(timeout)) &&
          !stream_ended_;
+}
+
+Clock::time_point SimWorker::LastBatchAck() const {
+  absl::MutexLock lock(&mu_);
+  return last_batch_ack_;
 }
 
 std::vector<double> SimWorker::TakeLatenciesMs() {

@@ -57,6 +57,8 @@ class SimWorker {
 
   // Send -> Ack latencies (ms) recorded so far, cleared.
   std::vector<double> TakeLatenciesMs();
+  // When the last Ack that acknowledged a batch arrived (the epoch when none did).
+  Clock::time_point LastBatchAck() const;
   // Cancels received so far. The coordinator acknowledges the batches it refuses together with a
   // Cancel, so an acknowledged batch of a cancelled attempt was not stored: a bench counts an
   // attempt's work as done only when it has no Cancel.
@@ -72,6 +74,7 @@ class SimWorker {
     bool finished = false;
     std::map<int64_t, Clock::time_point> in_flight;  // seq -> send time
   };
+
 
   bool Write(const v1::WorkerMessage& msg);
   void ReadLoop();
@@ -90,6 +93,7 @@ class SimWorker {
   std::deque<ReceivedAssignment> assignments_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, AttemptAcks> acks_ ABSL_GUARDED_BY(mu_);  // by attempt id
   std::vector<double> latencies_ms_ ABSL_GUARDED_BY(mu_);
+  Clock::time_point last_batch_ack_ ABSL_GUARDED_BY(mu_){};
   int cancels_ ABSL_GUARDED_BY(mu_) = 0;
   std::string first_cancel_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> cancelled_ ABSL_GUARDED_BY(mu_);  // attempt ids
