@@ -209,8 +209,6 @@ LiveServer::LiveServer(LiveServerOptions options, LiveHub* hub, ChangeFeed* feed
 
 LiveServer::~LiveServer() { Stop(); }
 
-int LiveServer::threads() const { return 1 + (scheduler_ ? scheduler_->threads() : 0); }
-
 int LiveServer::open() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(pages_.size());
@@ -368,6 +366,7 @@ void LiveServer::Serve(Page& page) {
 
 void LiveServer::Flush(Page& page) {
   bool failed = false;
+  bool written;
   {
     absl::MutexLock lock(&page.mu_);
     while (page.sent_ < page.out_.size()) {
@@ -383,13 +382,9 @@ void LiveServer::Flush(Page& page) {
         break;
       }
     }
-  }
-  if (failed) return Gone(page);
-  bool written;
-  {
-    absl::MutexLock lock(&page.mu_);
     written = page.sent_ >= page.out_.size();
   }
+  if (failed) return Gone(page);
   WantOut(page, !written);
   if (written && page.Written()) Close(page);
 }

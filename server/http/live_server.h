@@ -71,8 +71,6 @@ class LiveServer {
   // stops the thread and the scheduler. Idempotent. Take after Stop closes the connection.
   void Stop();
 
-  // Threads it runs now (the loop, the scheduler's timer and pool): for tests.
-  int threads() const;
   int open() const;  // pages open now
 
  private:
