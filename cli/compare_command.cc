@@ -211,7 +211,7 @@ std::vector<std::string> DeltaCells(const v1::MetricDelta& d) {
       CsvNumber(d.has_paired(), d.paired().p_value()), CsvText(d.verdict())};
 }
 
-constexpr const char* kCsvHeader =
+constexpr const char* kCompareCsvHeader =
     "variant,index,runs,n,n_reached,"
     "loss_mean,loss_ci_low,loss_ci_high,"
     "loss_diff,loss_diff_ci_low,loss_diff_ci_high,loss_diff_relative,loss_p_welch,loss_p_holm,"
@@ -228,7 +228,7 @@ constexpr const char* kCsvHeader =
     "step_ms_p_holm,step_ms_p_paired,step_ms_verdict,confounded\n";
 
 void PrintCsv(const v1::CompareSweepResponse& r, Columns columns) {
-  std::cout << kCsvHeader;
+  std::cout << kCompareCsvHeader;
   for (const v1::VariantComparison& v : r.variants()) {
     std::vector<std::string> cells = {CsvText(v.name()), std::to_string(v.index()),
                                       std::to_string(v.counts().total()), std::to_string(v.n()),

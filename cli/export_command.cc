@@ -77,7 +77,7 @@ json RunJson(const v1::ExportedRun& e) {
   return out;
 }
 
-constexpr const char* kCsvHeader =
+constexpr const char* kExportCsvHeader =
     "run_id,sweep_id,variant_id,variant,seed,state,final_val_loss,reached_target,"
     "time_to_target_ms,target_step,steps,mean_step_ms,total_train_time_ms,"
     "step,train_loss,val_loss,lr,step_ms,train_time_ms,tokens\n";
@@ -133,7 +133,7 @@ grpc::Status Export(Client& c, int64_t sweep_id, bool csv, std::ostream& out) {
   bool header = !csv;  // the CSV header goes out with the first run, or at the end
   v1::ExportedRun run;
   while (reader->Read(&run)) {
-    if (!header) out << kCsvHeader;
+    if (!header) out << kExportCsvHeader;
     header = true;
     if (csv) {
       WriteCsvRun(run, out);
@@ -142,7 +142,7 @@ grpc::Status Export(Client& c, int64_t sweep_id, bool csv, std::ostream& out) {
     }
   }
   grpc::Status status = reader->Finish();
-  if (status.ok() && !header) out << kCsvHeader;
+  if (status.ok() && !header) out << kExportCsvHeader;
   return status;
 }
 

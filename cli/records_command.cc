@@ -90,7 +90,7 @@ void PrintOwnRuns(const v1::ListRecordsResponse& r) {
   }
 }
 
-constexpr const char* kCsvHeader =
+constexpr const char* kRecordsCsvHeader =
     "id,number,date,record_time_ms,steps,ms_per_step,description,source,preset,"
     "own_scale,own_hardware,own_n,own_n_reached,own_mean_time_to_target_ms,"
     "own_mean_final_val_loss,own_ratio_to_published,own_dataset,own_like_for_like,"
@@ -123,7 +123,7 @@ std::vector<std::string> OwnCells(const v1::OwnRecordRuns& own) {
 
 // One line per record, and one more per group of own runs (record columns repeated).
 void PrintCsv(const v1::ListRecordsResponse& r) {
-  std::cout << kCsvHeader;
+  std::cout << kRecordsCsvHeader;
   for (const v1::RecordRow& row : r.records()) {
     const std::vector<std::string> record = RecordCells(row.record());
     if (row.own_runs().empty()) {

@@ -15,7 +15,7 @@
 namespace ablate::worker {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 bool IsExecutable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
 
@@ -26,10 +26,11 @@ int DecodeWait(int status) {
 }
 
 // Reads until EOF or the deadline; returns false on timeout.
-bool Drain(int fd, Clock::time_point deadline, std::string& out) {
+bool Drain(int fd, SteadyClock::time_point deadline, std::string& out) {
   char buf[4096];
   while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd, POLLIN, 0};
     int rc = ::poll(&p, 1, int(left.count()));
@@ -98,7 +99,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   }
   ::close(fds[1]);
   CommandResult result;
-  bool finished = Drain(fds[0], Clock::now() + timeout, result.out);
+  bool finished = Drain(fds[0], SteadyClock::now() + timeout, result.out);
   ::close(fds[0]);
   if (!finished) ::kill(pid, SIGKILL);
   int status = 0;

@@ -21,7 +21,7 @@
 namespace ablate::worker {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 
 extern "C" char** environ;
@@ -275,7 +275,7 @@ void RunSupervisor::WaitForExit() {
     if (::waitid(P_PID, id_t(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) {
       break;
     }
-    if (kill_at_ && Clock::now() >= *kill_at_) ::killpg(pid_, SIGKILL), kill_at_.reset();
+    if (kill_at_ && SteadyClock::now() >= *kill_at_) ::killpg(pid_, SIGKILL), kill_at_.reset();
     mu_.AwaitWithTimeout(absl::Condition(&wake_), absl::FromChrono(kPollInterval));
     wake_ = false;
   }
@@ -288,7 +288,7 @@ void RunSupervisor::WaitForExit() {
 void RunSupervisor::Cancel(std::chrono::milliseconds grace) {
   absl::MutexLock lock(&mu_);
   if (pid_ < 0 || reaped_) return;
-  auto kill_at = Clock::now() + grace;
+  auto kill_at = SteadyClock::now() + grace;
   if (!cancel_requested_) {
     cancel_requested_ = true;
     ::killpg(pid_, SIGTERM);

@@ -10,7 +10,7 @@
 namespace ablate::cpu {
 namespace {
 
-constexpr int64_t kChunk = 4096;
+constexpr int64_t kActChunk = 4096;
 constexpr double kGeluK = 0.7978845608028654;  // sqrt(2/pi)
 constexpr double kGeluC = 0.044715;
 
@@ -32,8 +32,8 @@ T ActGrad(T u, MlpAct act) {
 
 template <class Fn>
 void Chunked(int64_t n, const Fn& fn) {
-  ParallelFor((n + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk, e = std::min(n, i + kChunk); i < e; ++i) fn(i);
+  ParallelFor((n + kActChunk - 1) / kActChunk, [&](int64_t c) {
+    for (int64_t i = c * kActChunk, e = std::min(n, i + kActChunk); i < e; ++i) fn(i);
   });
 }
 

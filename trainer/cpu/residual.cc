@@ -11,15 +11,15 @@
 namespace ablate::cpu {
 namespace {
 
-constexpr int64_t kChunk = 8192;
+constexpr int64_t kResidualChunk = 8192;
 
 template <class T>
 T Dot(const T* a, const T* b, int64_t n) {
-  int64_t chunks = (n + kChunk - 1) / kChunk;
+  int64_t chunks = (n + kResidualChunk - 1) / kResidualChunk;
   std::vector<T> part(chunks, T(0));
   ParallelFor(chunks, [&](int64_t c) {
-    int64_t i = c * kChunk;
-    part[c] = LaneDot(a + i, b + i, std::min(n, i + kChunk) - i);
+    int64_t i = c * kResidualChunk;
+    part[c] = LaneDot(a + i, b + i, std::min(n, i + kResidualChunk) - i);
   });
   T s = 0;
   for (T p : part) s += p;
@@ -28,8 +28,10 @@ T Dot(const T* a, const T* b, int64_t n) {
 
 template <class T>
 void Axpy(T* out, T a, const T* x, int64_t n) {
-  ParallelFor((n + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk, e = std::min(n, i + kChunk); i < e; ++i) out[i] += a * x[i];
+  ParallelFor((n + kResidualChunk - 1) / kResidualChunk, [&](int64_t c) {
+    for (int64_t i = c * kResidualChunk, e = std::min(n, i + kResidualChunk); i < e; ++i) {
+      out[i] += a * x[i];
+    }
   });
 }
 
@@ -37,8 +39,8 @@ void Axpy(T* out, T a, const T* x, int64_t n) {
 
 template <class T>
 void residual_mix_forward(T* out, const T* x, T a, const T* y, T b, int64_t n) {
-  ParallelFor((n + kChunk - 1) / kChunk, [&](int64_t c) {
-    int64_t i0 = c * kChunk, e = std::min(n, i0 + kChunk);
+  ParallelFor((n + kResidualChunk - 1) / kResidualChunk, [&](int64_t c) {
+    int64_t i0 = c * kResidualChunk, e = std::min(n, i0 + kResidualChunk);
     if (y == nullptr) {
       for (int64_t i = i0; i < e; ++i) out[i] = a * x[i];
     } else {

@@ -24,7 +24,7 @@ TensorToWrite Floats(std::string name, const float* data, int64_t n, std::vector
   return {std::move(name), TensorDtype::kF32, std::move(shape), data, n * 4, nullptr};
 }
 
-J OrNull(const std::optional<double>& v) { return v ? J(*v) : J(nullptr); }
+J JsonOrNull(const std::optional<double>& v) { return v ? J(*v) : J(nullptr); }
 
 J MetaJson(const CheckpointMeta& m) {
   return {{"version", 1},
@@ -33,8 +33,8 @@ J MetaJson(const CheckpointMeta& m) {
           {"seed", m.seed},
           {"data", {{"shard", m.data_shard}, {"base", m.data_base}, {"started", m.data_started}}},
           {"train_ms", m.train_ms},
-          {"final_val_loss", OrNull(m.final_val_loss)},
-          {"time_to_target_ms", OrNull(m.time_to_target_ms)},
+          {"final_val_loss", JsonOrNull(m.final_val_loss)},
+          {"time_to_target_ms", JsonOrNull(m.time_to_target_ms)},
           {"target_step", m.target_step ? J(*m.target_step) : J(nullptr)},
           {"val_done_at", m.val_done_at}};
 }

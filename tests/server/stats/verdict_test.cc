@@ -57,7 +57,7 @@ TEST(CombinedVerdictTest, SignificantWordsFirstThenMostCautious) {
   EXPECT_EQ(CombinedVerdict("no data", "no data"), "no data");
 }
 
-std::vector<RunOutcome> Runs(const std::vector<double>& losses, double time0) {
+std::vector<RunOutcome> TimedRuns(const std::vector<double>& losses, double time0) {
   std::vector<RunOutcome> runs;
   for (size_t i = 0; i < losses.size(); ++i) {
     RunOutcome r;
@@ -73,9 +73,10 @@ std::vector<RunOutcome> Runs(const std::vector<double>& losses, double time0) {
 TEST(VerdictSweepTest, HolmDecidesAcrossAblations) {
   // Ablation 0 is 10 s faster with 300 ms of noise: significant after Holm. Ablation 1 differs
   // by 100 ms with the same noise: not significant.
-  const std::vector<RunOutcome> baseline = Runs({3.279, 3.280, 3.281, 3.280}, 180000);
+  const std::vector<RunOutcome> baseline = TimedRuns({3.279, 3.280, 3.281, 3.280}, 180000);
   const std::vector<std::vector<RunOutcome>> ablations = {
-      Runs({3.279, 3.280, 3.281, 3.280}, 170000), Runs({3.279, 3.280, 3.281, 3.280}, 180100)};
+      TimedRuns({3.279, 3.280, 3.281, 3.280}, 170000),
+      TimedRuns({3.279, 3.280, 3.281, 3.280}, 180100)};
   const std::vector<VariantComparison> out = CompareSweep(baseline, ablations);
   ASSERT_EQ(out.size(), 2u);
   const VariantStats all = Reached(4, 4);
