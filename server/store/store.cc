@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "server/store/absl_compat.h"
+#include "server/store/checkpointer.h"
 #include "server/store/connection.h"
 #include "server/store/connection_pool.h"
 #include "server/store/fence_cache.h"
@@ -167,22 +168,28 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(std::string path, StoreOption
     // Fail at Open rather than at the first read when readers cannot connect.
     STORE_ASSIGN_OR_RETURN(ConnectionPool::Lease probe, readers->Acquire());
   }
+  std::unique_ptr<Checkpointer> checkpointer;
+  if (base.wal) {
+    STORE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> own, Connection::Open(filename, base));
+    checkpointer = std::make_unique<Checkpointer>(std::move(own), writer_connection->handle());
+  }
   auto fences = std::make_shared<FenceCache>();
   auto writer = std::make_unique<Writer>(std::move(writer_connection), options.max_batch,
                                          [fences] { fences->Clear(); });
   return std::unique_ptr<Store>(new Store(std::move(path), std::move(options), version,
                                           std::move(readers), std::move(fences),
-                                          std::move(writer)));
+                                          std::move(checkpointer), std::move(writer)));
 }
 
 Store::Store(std::string path, StoreOptions options, int schema_version,
              std::unique_ptr<ConnectionPool> readers, std::shared_ptr<FenceCache> fences,
-             std::unique_ptr<Writer> writer)
+             std::unique_ptr<Checkpointer> checkpointer, std::unique_ptr<Writer> writer)
     : path_(std::move(path)),
       options_(std::move(options)),
       schema_version_(schema_version),
       readers_(std::move(readers)),
       fences_(std::move(fences)),
+      checkpointer_(std::move(checkpointer)),
       writer_(std::move(writer)) {}
 
 Store::~Store() = default;

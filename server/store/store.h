@@ -23,6 +23,7 @@
 
 namespace ablate {
 
+class Checkpointer;
 class Connection;
 class ConnectionPool;
 class FenceCache;
@@ -282,7 +283,7 @@ class Store {
  private:
   Store(std::string path, StoreOptions options, int schema_version,
         std::unique_ptr<ConnectionPool> readers, std::shared_ptr<FenceCache> fences,
-        std::unique_ptr<Writer> writer);
+        std::unique_ptr<Checkpointer> checkpointer, std::unique_ptr<Writer> writer);
 
   TimestampMs Now() const;
   // Runs `fn` in a read transaction on a pooled reader connection.
@@ -329,6 +330,9 @@ class Store {
   // The metric appends' fencing checks from memory (fence_cache.h); shared with the writer's
   // lost-transaction hook, used on the writer thread only.
   const std::shared_ptr<FenceCache> fences_;
+  // Checkpoints the WAL off the writer's thread (none for in-memory databases); destroyed after
+  // the writer, whose connection calls into it on each commit.
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<Writer> writer_;  // destroyed first: drains writes before readers go
   std::atomic<TimestampMs> last_disk_full_log_ms_{-60000};
 };

@@ -1,0 +1,71 @@
+// Copies the write-ahead log back into the database file on a thread and connection of its own,
+// so that the store's writer never pays for a checkpoint between a commit and its callers' Acks.
+#ifndef ABLATE_SERVER_STORE_CHECKPOINTER_H_
+#define ABLATE_SERVER_STORE_CHECKPOINTER_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "server/store/connection.h"
+
+namespace ablate {
+
+// SQLite checkpoints a WAL database on the committing connection by default: every commit that
+// leaves the log at 1,000 pages or more copies the log into the database file before COMMIT
+// returns. With the store's one writer that stalls every caller of the next transactions (under
+// 10,000 single-point batches a second the writer fell ever further behind:
+// bench/coordinator/NOTES.md). The Checkpointer takes that over: the writer's connection only
+// tells it how long the log is after each commit (its WAL hook replaces SQLite's automatic
+// checkpoint), and its own thread runs PASSIVE checkpoints, which neither wait for nor block the
+// writer or the readers. Should it fall behind (or fail: a full disk), the writer checkpoints
+// itself once the log reaches `inline_pages`, as SQLite would have, so the log stays bounded.
+//
+// Thread-safe. Must outlive every commit on `writer_db` (destroy the writer first).
+class Checkpointer {
+ public:
+  // 32 MiB of log at 4 KiB pages before the thread checkpoints. A page that many commits changed
+  // (the tail of a run's points) is copied once per checkpoint, so fewer, larger checkpoints copy
+  // far less than SQLite's 1,000 pages did (500 runs at 20 steps/s, send->Ack p99: 0.7-0.8 s
+  // with SQLite's checkpoint on the writer, 0.3-0.5 s with 1,000 pages on this thread, 0.12-0.13 s
+  // with 8,000; bench/coordinator/NOTES.md).
+  static constexpr int kPages = 8'000;
+  static constexpr int kInlinePages = 32'000;  // 128 MiB: the thread is far behind, or failing
+
+  // Takes `connection` (writable, same database as `writer_db`) and hooks `writer_db`.
+  Checkpointer(std::unique_ptr<Connection> connection, sqlite3* writer_db, int pages = kPages,
+               int inline_pages = kInlinePages);
+  // Stops the thread. The writer's connection must be closed first (it calls into this object).
+  ~Checkpointer();
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // Checkpoints this thread ran that copied pages, and those the writer ran itself (for tests
+  // and benches).
+  int64_t background_checkpoints() const;
+  int64_t inline_checkpoints() const;
+
+ private:
+  // The WAL hook: runs on the writer's thread after each commit, `pages` the log's length.
+  static int OnCommit(void* self, sqlite3* db, const char* schema, int pages);
+  void Loop();
+
+  const std::unique_ptr<Connection> connection_;  // used by the thread only
+  sqlite3* const writer_db_;
+  const int pages_;
+  const int inline_pages_;
+  mutable absl::Mutex mu_;
+  bool wanted_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t background_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t inline_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;  // last: starts after the members above exist
+};
+
+}  // namespace ablate
+
+#endif  // ABLATE_SERVER_STORE_CHECKPOINTER_H_

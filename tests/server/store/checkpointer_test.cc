@@ -1,0 +1,81 @@
+// The WAL checkpoints off the writer's thread: the Checkpointer's own thread copies the log into
+// the database file, and the writer checkpoints itself only when that falls far behind.
+#include "server/store/checkpointer.h"
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "server/store/connection.h"
+#include "store_test_util.h"
+
+namespace ablate {
+namespace {
+
+std::unique_ptr<Connection> Open(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<Connection>> c = Connection::Open(path, ConnectionOptions{});
+  EXPECT_TRUE(c.ok()) << c.status();
+  return std::move(*c);
+}
+
+// One transaction per row of 4 KiB: at least one new log page per commit.
+void InsertRows(Connection& c, int first, int count) {
+  for (int i = first; i < first + count; ++i) {
+    absl::StatusOr<Statement> stmt = c.Prepare("INSERT INTO t (v, pad) VALUES (?, zeroblob(4096))");
+    ASSERT_TRUE(stmt.ok()) << stmt.status();
+    stmt->BindAll(i);
+    ASSERT_TRUE(stmt->Run().ok());
+  }
+}
+
+int64_t Rows(const std::string& path) {
+  std::unique_ptr<Connection> c = Open(path);
+  absl::StatusOr<Statement> stmt = c->Prepare("SELECT COUNT(*) FROM t");
+  EXPECT_TRUE(stmt.ok() && stmt->Step().value_or(false));
+  return stmt->Int(0);
+}
+
+TEST(CheckpointerTest, ItsOwnThreadCopiesTheLogIntoTheDatabaseFile) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/c.db";
+  std::unique_ptr<Connection> writer = Open(path);
+  ASSERT_TRUE(writer->Exec("CREATE TABLE t (v INTEGER PRIMARY KEY, pad BLOB)").ok());
+  const auto before = std::filesystem::file_size(path);
+  Checkpointer checkpointer(Open(path), writer->handle(), /*pages=*/20,
+                            /*inline_pages=*/1'000'000);
+  InsertRows(*writer, 0, 100);  // about 200 log pages: past the threshold many times
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (checkpointer.background_checkpoints() == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(checkpointer.background_checkpoints(), 0);
+  EXPECT_EQ(checkpointer.inline_checkpoints(), 0);
+  // The rows' pages reached the database file itself, not only the log.
+  EXPECT_GT(std::filesystem::file_size(path), before + 20 * 4096);
+  EXPECT_EQ(Rows(path), 100);
+}
+
+TEST(CheckpointerTest, AWriterFarBehindCheckpointsItselfSoTheLogStaysBounded) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/c.db";
+  std::unique_ptr<Connection> writer = Open(path);
+  ASSERT_TRUE(writer->Exec("CREATE TABLE t (v INTEGER PRIMARY KEY, pad BLOB)").ok());
+  {
+    // The thread is never asked (its threshold is out of reach); the writer's is 20 pages.
+    Checkpointer checkpointer(Open(path), writer->handle(), /*pages=*/1'000'000,
+                              /*inline_pages=*/20);
+    InsertRows(*writer, 0, 200);  // 800 KiB of rows
+    EXPECT_GT(checkpointer.inline_checkpoints(), 0);
+    EXPECT_EQ(checkpointer.background_checkpoints(), 0);
+    // Each checkpoint lets the next commit start the log over: it never holds 200 rows.
+    EXPECT_LT(std::filesystem::file_size(path + "-wal"), 100 * 4096);
+    writer.reset();  // the writer's connection closes before the Checkpointer goes
+  }
+  EXPECT_EQ(Rows(path), 200);
+}
+
+}  // namespace
+}  // namespace ablate
