@@ -7,12 +7,11 @@ namespace ablate {
 Checkpointer::Checkpointer(std::unique_ptr<Connection> connection, sqlite3* writer_db, int pages,
                            int inline_pages)
     : connection_(std::move(connection)),
-      writer_db_(writer_db),
       pages_(pages),
       inline_pages_(inline_pages),
       thread_([this] { Loop(); }) {
   // Replaces the automatic checkpoint (sqlite3_wal_autocheckpoint is itself a WAL hook).
-  sqlite3_wal_hook(writer_db_, &Checkpointer::OnCommit, this);
+  sqlite3_wal_hook(writer_db, &Checkpointer::OnCommit, this);
 }
 
 Checkpointer::~Checkpointer() {

@@ -30,7 +30,7 @@ class Checkpointer {
  public:
   // 32 MiB of log at 4 KiB pages before the thread checkpoints. A page that many commits changed
   // (the tail of a run's points) is copied once per checkpoint, so fewer, larger checkpoints copy
-  // far less than SQLite's 1,000 pages did (500 runs at 20 steps/s, send->Ack p99: 0.7-0.8 s
+  // far less than SQLite's 1,000 pages did (500 runs at 20 steps/s, send->Ack p99: 0.26-0.8 s
   // with SQLite's checkpoint on the writer, 0.3-0.5 s with 1,000 pages on this thread, 0.12-0.13 s
   // with 8,000; bench/coordinator/NOTES.md).
   static constexpr int kPages = 8'000;
@@ -55,7 +55,6 @@ class Checkpointer {
   void Loop();
 
   const std::unique_ptr<Connection> connection_;  // used by the thread only
-  sqlite3* const writer_db_;
   const int pages_;
   const int inline_pages_;
   mutable absl::Mutex mu_;
