@@ -7,10 +7,14 @@
 // succeed (every batch acknowledged without a Cancel, every run RUN_SUCCEEDED); otherwise the
 // bench prints why, no figures, and exits 1. Also printed: the coordinator's threads and memory
 // (VmRSS peak per phase, sampled every 50 ms from /proc/PID/status, and VmHWM) and the load
-// average at the start and the end.
+// average at the start and the end, and the N-run phase second by second (Acks that came in
+// each second: how many, p99 and max), which tells a tail from a few stalls apart from a
+// coordinator falling steadily behind.
 // Usage: load_bench [workers] [slots_per_worker] [seconds] [steps_per_second]
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -39,6 +43,20 @@ void Print(const std::string& label, const LoadResult& r) {
             << " points/s; send->Ack p50 " << Percentile(l, 0.5) << " ms, p90 "
             << Percentile(l, 0.9) << " ms, p99 " << Percentile(l, 0.99) << " ms, max "
             << Percentile(l, 1.0) << " ms\n";
+}
+
+// The Acks of `r` second by second: count, p99 and max of the latencies that ended then.
+void PrintTimeline(const LoadResult& r) {
+  std::map<int, std::vector<double>> by_second;
+  for (size_t i = 0; i < r.latencies_ms.size() && i < r.ack_seconds.size(); ++i) {
+    by_second[std::max(0, static_cast<int>(r.ack_seconds[i]))].push_back(r.latencies_ms[i]);
+  }
+  std::cout << "  by second of the pacing (Acks, p99 ms, max ms):";
+  for (const auto& [second, l] : by_second) {
+    std::cout << " [" << second << "s " << l.size() << ", " << static_cast<int>(Percentile(l, 0.99))
+              << ", " << static_cast<int>(Percentile(l, 1.0)) << "]";
+  }
+  std::cout << "\n";
 }
 
 // True when `r` succeeded; otherwise prints why on stderr.
@@ -75,6 +93,7 @@ int main(int argc, char** argv) {
             << " sweeps); every run succeeded, every batch acknowledged without a Cancel:\n";
   Print("1 run  ", base);
   Print(std::to_string(c.runs()) + " runs", full);
+  PrintTimeline(full);
   const double offered = c.runs() * c.steps_per_second;
   std::cout << "  offered " << offered << " batches/s with " << c.runs() << " runs; acknowledged "
             << full.points_per_second << "/s from the pacing's start to the last batch's Ack ("

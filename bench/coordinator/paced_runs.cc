@@ -209,6 +209,9 @@ PacedResult RunPaced(const CoordinatorProcess& coord, const PacedLoad& c, const 
   for (auto& w : workers) {
     std::vector<double> l = w->TakeLatenciesMs();
     result.latencies_ms.insert(result.latencies_ms.end(), l.begin(), l.end());
+    for (Clock::time_point at : w->TakeAckTimes()) {
+      result.ack_seconds.push_back(std::chrono::duration<double>(at - t0).count());
+    }
     result.cancels += w->cancels();
     if (result.why.empty()) result.why = w->FirstCancel();
     w->Close();

@@ -52,6 +52,7 @@ struct PacedResult {
   bool ok = false;
   std::string why;
   std::vector<double> latencies_ms;  // MetricBatch send -> Ack
+  std::vector<double> ack_seconds;   // when each of those Acks came, s after the pacing's start
   double points_per_second = 0;  // acknowledged batches / (pacing start -> last batch's Ack)
   int cancels = 0;
   std::vector<int64_t> sweep_ids;   // SweepSizes(c.runs()) sweeps, in submit order

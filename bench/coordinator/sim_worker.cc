@@ -92,6 +92,7 @@ void SimWorker::OnAck(const v1::Ack& ack, Clock::time_point now) {
   if (a.in_flight.begin() != end) last_batch_ack_ = now;
   for (auto it = a.in_flight.begin(); it != end; ++it) {
     latencies_ms_.push_back(std::chrono::duration<double, std::milli>(now - it->second).count());
+    ack_times_.push_back(now);
   }
   a.in_flight.erase(a.in_flight.begin(), end);
 }
@@ -178,6 +179,11 @@ Clock::time_point SimWorker::LastBatchAck() const {
 std::vector<double> SimWorker::TakeLatenciesMs() {
   absl::MutexLock lock(&mu_);
   return std::exchange(latencies_ms_, {});
+}
+
+std::vector<Clock::time_point> SimWorker::TakeAckTimes() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(ack_times_, {});
 }
 
 int SimWorker::cancels() const {

@@ -57,6 +57,8 @@ class SimWorker {
 
   // Send -> Ack latencies (ms) recorded so far, cleared.
   std::vector<double> TakeLatenciesMs();
+  // When each of those latencies ended (its Ack arrived), in the same order, cleared.
+  std::vector<Clock::time_point> TakeAckTimes();
   // When the last Ack that acknowledged a batch arrived (the epoch when none did).
   Clock::time_point LastBatchAck() const;
   // Cancels received so far. The coordinator acknowledges the batches it refuses together with a
@@ -93,6 +95,7 @@ class SimWorker {
   std::deque<ReceivedAssignment> assignments_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, AttemptAcks> acks_ ABSL_GUARDED_BY(mu_);  // by attempt id
   std::vector<double> latencies_ms_ ABSL_GUARDED_BY(mu_);
+  std::vector<Clock::time_point> ack_times_ ABSL_GUARDED_BY(mu_);  // one per latency
   Clock::time_point last_batch_ack_ ABSL_GUARDED_BY(mu_){};
   int cancels_ ABSL_GUARDED_BY(mu_) = 0;
   std::string first_cancel_ ABSL_GUARDED_BY(mu_);

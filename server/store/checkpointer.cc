@@ -9,6 +9,7 @@ Checkpointer::Checkpointer(std::unique_ptr<Connection> connection, sqlite3* writ
     : connection_(std::move(connection)),
       pages_(pages),
       inline_pages_(inline_pages),
+      gap_(kGap),
       thread_([this] { Loop(); }) {
   // Replaces the automatic checkpoint (sqlite3_wal_autocheckpoint is itself a WAL hook).
   sqlite3_wal_hook(writer_db, &Checkpointer::OnCommit, this);
@@ -43,12 +44,20 @@ int Checkpointer::OnCommit(void* arg, sqlite3* db, const char* schema, int pages
 
 void Checkpointer::Loop() {
   auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return wanted_ || stopping_; };
+  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  absl::Time last = absl::InfinitePast();
   while (true) {
     {
       absl::MutexLock lock(&mu_, absl::Condition(&woken));
       if (stopping_) return;
+      // At most one checkpoint per kGap: every commit past `pages_` asks for one until the log
+      // starts over, which may take a few checkpoints (see kGap).
+      const absl::Time next = last + gap_;
+      if (absl::Now() < next) mu_.AwaitWithDeadline(absl::Condition(&stopping), next);
+      if (stopping_) return;
       wanted_ = false;
     }
+    last = absl::Now();
     // PASSIVE: copies what no reader still needs, without waiting for anyone. SQLITE_BUSY (a
     // checkpoint already running) and I/O errors are tried again after the next long commit.
     int log = 0, copied = 0;

@@ -61,6 +61,29 @@ TEST(CheckpointerTest, ItsOwnThreadCopiesTheLogIntoTheDatabaseFile) {
   EXPECT_EQ(Rows(path), 100);
 }
 
+TEST(CheckpointerTest, ASteadyStreamOfCommitsGetsOneCheckpointPerGapNotOnePerCommit) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/c.db";
+  std::unique_ptr<Connection> writer = Open(path);
+  ASSERT_TRUE(writer->Exec("CREATE TABLE t (v INTEGER PRIMARY KEY, pad BLOB)").ok());
+  Checkpointer checkpointer(Open(path), writer->handle(), /*pages=*/20,
+                            /*inline_pages=*/1'000'000);
+  // Every commit past the first few leaves the log at 20 pages or more and asks for a
+  // checkpoint; each of them syncs two files, so they are spaced kGap apart.
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 300; ++i) {
+    InsertRows(*writer, i, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const double gaps = std::chrono::duration<double>(std::chrono::steady_clock::now() - start) /
+                      absl::ToChronoMilliseconds(Checkpointer::kGap);
+  EXPECT_GT(checkpointer.background_checkpoints(), 0);
+  EXPECT_LE(checkpointer.background_checkpoints(), static_cast<int64_t>(gaps) + 2)
+      << "over " << gaps << " gaps";
+  writer.reset();
+  EXPECT_EQ(Rows(path), 300);
+}
+
 TEST(CheckpointerTest, AWriterFarBehindCheckpointsItselfSoTheLogStaysBounded) {
   testing::TempDir dir;
   const std::string path = dir.path() + "/c.db";
