@@ -55,8 +55,12 @@ class LiveServer;
 
 // Under HTTPS a live page holds a pool thread for as long as it is open (live_routes.cc).
 inline constexpr int kMaxHttpsLiveStreams = 64;
-// The pool's threads for the other requests (API queries, pages, assets).
-inline constexpr int kHttpRequestThreads = 16;
+// The pool's threads for the other requests (API queries, pages, assets). Each serves one
+// request, whole (the gate hands over only requests that have arrived, one per connection), so
+// a few are enough for a lab's dashboards; the coordinator's threads stay <= 64 with 500 live
+// pages, 200 watchers and 500 streaming runs (bench/coordinator/NOTES.md: gRPC's own threads
+// grow from 10 to about 20 under that load).
+inline constexpr int kHttpRequestThreads = 10;
 
 struct DashboardOptions {
   // HOST:PORT ([v6]:PORT for IPv6); port 0 lets the OS choose (see DashboardServer::port).

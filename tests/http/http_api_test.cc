@@ -295,7 +295,7 @@ int ConnectFrom(const char* from, int port) {
 // serve everyone else; each address has a cap, and a request has a deadline to arrive.
 class SlowClientsTest : public HttpApiTest {
  protected:
-  // The pool has 16 threads (kHttpRequestThreads): fewer than the slow clients.
+  // The pool has kHttpRequestThreads (10) threads: fewer than the slow clients.
   void StartGated(ConnectionGateOptions gate) {
     server_.reset();
     DashboardOptions options;
