@@ -1,10 +1,9 @@
 // Store: metric batches (idempotent per attempt and sequence number) and curves for charts; a
 // run's curve continues across the attempts that resumed from checkpoints.
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <optional>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/store/connection.h"
@@ -14,6 +13,7 @@
 #include "server/store/status_macros.h"
 #include "server/store/store.h"
 #include "server/store/store_queries.h"
+#include "server/store/summary_check.h"
 #include "server/store/writer.h"
 
 namespace ablate {
@@ -180,70 +180,33 @@ absl::StatusOr<std::vector<MetricPoint>> LoadPoints(Connection& c,
   return points;
 }
 
-bool Near(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); }
-
-// The first val point at or below the target, or null.
-const MetricPoint* FirstReaching(const std::vector<MetricPoint>& points, double target) {
-  for (const MetricPoint& p : points) {
-    if (p.val_loss && *p.val_loss <= target + 1e-9) return &p;
-  }
-  return nullptr;
-}
-
-// time_to_target_ms as claimed when it lies between the training times of the points around the
-// target step, else that step's own (or the one before it).
-std::optional<double> CheckTimeToTarget(const std::vector<MetricPoint>& points,
-                                        const MetricPoint& at, std::optional<double> claimed) {
-  double lo = 0, hi = std::numeric_limits<double>::infinity();
-  for (const MetricPoint& p : points) {
-    if (!p.train_time_ms) continue;
-    if (p.step < at.step) lo = std::max(lo, *p.train_time_ms);
-    if (p.step > at.step) hi = std::min(hi, *p.train_time_ms);
-  }
-  if (at.train_time_ms) lo = std::min(lo, *at.train_time_ms), hi = std::max(hi, *at.train_time_ms);
-  if (claimed && *claimed >= lo - 1e-6 && *claimed <= hi + 1e-6) return claimed;
-  if (at.train_time_ms) return at.train_time_ms;
-  return lo > 0 ? std::optional<double>(lo) : std::nullopt;
-}
-
-// Each claim of `claimed` the points support, else what the points say.
-RunSummary Supported(const std::vector<MetricPoint>& points, double target,
-                     const RunSummary& claimed) {
-  RunSummary s;
-  if (points.empty()) return s;
-  s.steps = std::clamp<int64_t>(claimed.steps, 0, std::max<int64_t>(0, points.back().step));
-  std::optional<double> last_val, max_train, min_step, max_step;
-  bool claimed_val_seen = false;
-  for (const MetricPoint& p : points) {
-    if (p.val_loss) {
-      last_val = p.val_loss;
-      if (claimed.final_val_loss && Near(*claimed.final_val_loss, *p.val_loss)) {
-        claimed_val_seen = true;
+// Calls `fn` with each point of the segments in step order, one per step (as LoadPoints returns
+// them, without holding them).
+absl::Status ForEachPoint(Connection& c, const std::vector<Segment>& segments,
+                          absl::FunctionRef<void(const MetricPoint&)> fn) {
+  STORE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      c.Prepare(absl::StrCat("SELECT ", kMetricColumns,
+                             " FROM metrics WHERE attempt_id = ? AND step >= ? AND step <= ? "
+                             "ORDER BY step")));
+  std::optional<MetricPoint> pending;  // the last step read: the next segment may merge into it
+  for (const Segment& s : segments) {
+    stmt.Reset();
+    stmt.BindAll(s.attempt_id, s.from, s.upto);
+    while (true) {
+      STORE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      MetricPoint p = ReadMetricPoint(stmt);
+      if (pending && pending->step == p.step) {
+        MergePoint(p, *pending);
+        continue;
       }
-    }
-    if (p.train_time_ms) max_train = std::max(max_train.value_or(0), *p.train_time_ms);
-    if (p.step_ms) {
-      min_step = std::min(min_step.value_or(*p.step_ms), *p.step_ms);
-      max_step = std::max(max_step.value_or(0), *p.step_ms);
+      if (pending) fn(*pending);
+      pending = std::move(p);
     }
   }
-  s.final_val_loss = claimed_val_seen ? claimed.final_val_loss : last_val;
-  if (claimed.reached_target || claimed.target_step || claimed.time_to_target_ms) {
-    if (const MetricPoint* at = FirstReaching(points, target); at && claimed.reached_target) {
-      s.reached_target = true;
-      s.target_step = at->step;
-      s.time_to_target_ms = CheckTimeToTarget(points, *at, claimed.time_to_target_ms);
-    }
-  }
-  if (claimed.train_time_ms && max_train) {
-    s.train_time_ms = std::min(*claimed.train_time_ms, *max_train);
-  }
-  if (claimed.mean_step_ms && min_step) {
-    s.mean_step_ms = std::clamp(*claimed.mean_step_ms, *min_step, *max_step);
-  } else if (claimed.mean_step_ms && s.train_time_ms) {
-    s.mean_step_ms = std::min(*claimed.mean_step_ms, *s.train_time_ms);
-  }
-  return s;
+  if (pending) fn(*pending);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -252,9 +215,10 @@ absl::StatusOr<RunSummary> Store::SupportedSummary(int64_t run_id, double target
                                                    const RunSummary& claimed) const {
   return Read<RunSummary>([&](Connection& c) -> absl::StatusOr<RunSummary> {
     STORE_ASSIGN_OR_RETURN(std::vector<Segment> segments, CurveSegments(c, run_id, false));
-    STORE_ASSIGN_OR_RETURN(std::vector<MetricPoint> points,
-                           LoadPoints(c, segments, INT64_MIN, 0));
-    return Supported(points, target_val_loss, claimed);
+    SummaryCheck check(target_val_loss, claimed);
+    STORE_RETURN_IF_ERROR(
+        ForEachPoint(c, segments, [&check](const MetricPoint& p) { check.Add(p); }));
+    return check.Result();
   });
 }
 
