@@ -12,7 +12,7 @@
 #
 #   scripts/gpu_session.sh prepare     # packs .gpu-deps/ (git-ignored): deps.tar.gz (lib/: the
 #                                      # shared libraries the binaries need and the device lacks,
-#                                      # OpenBLAS, libgfortran, libquadmath, libgomp; include/ and
+#                                      # OpenBLAS, libgfortran, libquadmath, libgomp, libcrypto; include/ and
 #                                      # the GoogleTest archives for a rebuild there) and
 #                                      # bin.tar.gz (the GPU binaries, built with -Werror and
 #                                      # without -march=native); then `check`
@@ -115,10 +115,10 @@ pack_deps() {
   local inc=/usr/include blas_inc=/usr/include/x86_64-linux-gnu/openblas-pthread
   for p in $inc/nlohmann/json.hpp $inc/CLI/CLI.hpp $inc/gtest/gtest.h $inc/gmock/gmock.h \
            $blas_inc/cblas.h $multiarch/libopenblas.so.0 $multiarch/libgfortran.so.5 \
-           $multiarch/libquadmath.so.0 $multiarch/libgomp.so.1 $multiarch/libgtest.a \
-           $multiarch/libgmock.a; do
+           $multiarch/libquadmath.so.0 $multiarch/libgomp.so.1 $multiarch/libcrypto.so.3 \
+           $multiarch/libgtest.a $multiarch/libgmock.a; do
     [ -e "$p" ] || die "prepare: $p is missing (apt-get install nlohmann-json3-dev libcli11-dev \
-libgtest-dev libgmock-dev libopenblas-dev)"
+libgtest-dev libgmock-dev libopenblas-dev libssl-dev)"
   done
   rm -rf "$stage" && mkdir -p "$stage/include" "$stage/lib"
   cp -r $inc/nlohmann $inc/CLI $inc/gtest $inc/gmock "$stage/include/"
@@ -126,8 +126,9 @@ libgtest-dev libgmock-dev libopenblas-dev)"
   # NCCL's header, so that the device build compiles the multi-GPU path (the library is loaded
   # at run time from the device machine's CUDA or PyTorch).
   [ -f /usr/local/cuda/include/nccl.h ] && cp /usr/local/cuda/include/nccl.h "$stage/include/"
+  # libcrypto: the shard checksums (trainer/CMakeLists.txt links OpenSSL's when it is found).
   cp -L $multiarch/libopenblas.so.0 $multiarch/libgfortran.so.5 $multiarch/libquadmath.so.0 \
-        $multiarch/libgomp.so.1 "$stage/lib/"
+        $multiarch/libgomp.so.1 $multiarch/libcrypto.so.3 "$stage/lib/"
   ln -s libopenblas.so.0 "$stage/lib/libopenblas.so"
   cp $multiarch/libgtest.a $multiarch/libgtest_main.a $multiarch/libgmock.a \
      $multiarch/libgmock_main.a "$stage/lib/"
