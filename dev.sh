@@ -108,9 +108,41 @@ web_package() {
   rm -f "$tgz"
 }
 
+# What only the tests need (PyTorch, SciPy, Chromium, Slurm, clang, node, playwright-core, ...) is
+# installed while the build compiles: none of it is read by the build, and on a bare machine it
+# took about 150 s of the packages' 226 s before the first compile (bench/build/NOTES.md).
+# wait_test_deps waits for it, fails with its log when it failed, and configures the build
+# folder again so that the tests which look for node and python at configure time find them.
+start_test_deps() {
+  TEST_DEPS_LOG=$(mktemp)
+  echo "dev.sh: installing the test packages in the background while the build compiles" >&2
+  ( install_deps && web_deps ) >"$TEST_DEPS_LOG" 2>&1 &
+  TEST_DEPS_PID=$!
+  # Should the build fail, apt is let finish rather than left running on its own.
+  trap '[ -z "${TEST_DEPS_PID:-}" ] || wait "$TEST_DEPS_PID" 2>/dev/null || true' EXIT
+}
+
+wait_test_deps() {
+  local pid=$TEST_DEPS_PID
+  TEST_DEPS_PID=
+  if ! wait "$pid"; then
+    cat "$TEST_DEPS_LOG" >&2
+    echo "dev.sh: installing the test packages failed (above)" >&2
+    rm -f "$TEST_DEPS_LOG"
+    exit 1
+  fi
+  grep '^dev.sh:' "$TEST_DEPS_LOG" >&2 || true
+  rm -f "$TEST_DEPS_LOG"
+  configure
+}
+
+configure() {
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+}
+
 # build [TARGET...]: everything, or only the named targets (and what they need).
 build() {
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  configure
   if [ $# -gt 0 ]; then
     cmake --build "$BUILD" -j "$JOBS" --target "$@"
   else
@@ -161,7 +193,8 @@ cmd=${1:-}
 shift || true
 case "$cmd" in
   demo) install_deps "${DEMO_PACKAGES[@]}"; web_uplot; build "${PROGRAMS[@]}"; demo "$@" ;;
-  test) install_deps; web_deps; build; run_tests "$@" ;;
+  test) install_deps "${DEMO_PACKAGES[@]}"; start_test_deps; build; wait_test_deps
+        run_tests "$@" ;;
   build) install_deps; web_deps; build ;;
   deps) install_deps; web_deps ;;
   sanitize) install_deps; web_deps; sanitize "$@" ;;
