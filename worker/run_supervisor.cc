@@ -359,9 +359,10 @@ void RunSupervisor::HandleLine(const std::string& line) {
       break;
     case EventKind::kStep:
     case EventKind::kVal: {
-      v1::MetricPoint point = PointFromEvent(*event);
-      if (event->kind == EventKind::kStep) last_step_ = point;
-      if (callbacks_.on_point) callbacks_.on_point(point);
+      std::optional<v1::MetricPoint> point = PointFromEvent(*event);
+      if (!point) break;
+      if (event->kind == EventKind::kStep) last_step_ = *point;
+      if (callbacks_.on_point) callbacks_.on_point(*point);
       break;
     }
     case EventKind::kEnd: end_event_ = std::move(event->body); break;

@@ -140,9 +140,11 @@ ScriptLine ScriptOutputParser::Parse(std::string_view raw) {
   switch (event->kind) {
     case EventKind::kStep:
     case EventKind::kVal:
-      out.kind = ScriptLine::Kind::kPoint;
-      out.point = PointFromEvent(*event);
-      Observe(&out.point);
+      if (std::optional<v1::MetricPoint> point = PointFromEvent(*event)) {
+        out.kind = ScriptLine::Kind::kPoint;
+        out.point = *std::move(point);
+        Observe(&out.point);
+      }
       break;
     case EventKind::kEnd:
       out.kind = ScriptLine::Kind::kEnd;

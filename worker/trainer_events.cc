@@ -2,8 +2,11 @@
 // of trainer/tools/ablate_train_main.cc.
 #include "worker/trainer_events.h"
 
+#include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace ablate::worker {
 namespace {
@@ -18,10 +21,23 @@ std::optional<double> Num(const J& j, const char* key) {
   return it->get<double>();
 }
 
+// An integer: a JSON integer that fits int64, or a whole float within it (a Python script may
+// print 2.0); anything else (1e30, 2.5, a string) is absent rather than cast out of range.
 std::optional<int64_t> Int(const J& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<int64_t>();
+  if (it == j.end()) return std::nullopt;
+  if (it->is_number_unsigned()) {
+    const uint64_t u = it->get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (!(d >= -9.2e18 && d <= 9.2e18) || d != std::floor(d)) return std::nullopt;
+    return static_cast<int64_t>(d);
+  }
+  return std::nullopt;
 }
 
 EventKind KindOf(const std::string& name) {
@@ -53,10 +69,12 @@ std::optional<TrainerEvent> ParseTrainerEvent(const std::string& line) {
   return event;
 }
 
-v1::MetricPoint PointFromEvent(const TrainerEvent& event) {
+std::optional<v1::MetricPoint> PointFromEvent(const TrainerEvent& event) {
   const J& j = event.body;
+  const std::optional<int64_t> step = Int(j, "step");
+  if (!step || *step < 0) return std::nullopt;
   v1::MetricPoint p;
-  p.set_step(Int(j, "step").value_or(0));
+  p.set_step(*step);
   if (event.kind == EventKind::kVal) {
     if (auto v = Num(j, "val_loss")) p.set_val_loss(*v);
     return p;

@@ -23,8 +23,9 @@ struct TrainerEvent {
 std::optional<TrainerEvent> ParseTrainerEvent(const std::string& line);
 
 // step event -> {step, train_loss, lr, step_ms, train_time_ms, tokens};
-// val event -> {step, val_loss}. Missing or null fields stay unset.
-v1::MetricPoint PointFromEvent(const TrainerEvent& event);
+// val event -> {step, val_loss}. Missing or null fields stay unset. nullopt when the event has no
+// step that is a whole number >= 0 (a script's output is untrusted: such a line is no point).
+std::optional<v1::MetricPoint> PointFromEvent(const TrainerEvent& event);
 
 // A start event's resumed_from ({step, path, train_ms} of the checkpoint the trainer went on
 // from); nullopt when it is null, absent or has no integer step.

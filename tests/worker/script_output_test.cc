@@ -176,6 +176,22 @@ TEST(ScriptOutputParserTest, GarbageAndAMegabyteLineAreIgnored) {
   EXPECT_EQ(long_ok.point.step(), 7);
 }
 
+// Found by the fuzz target script_output: a val event with step -2 became a point.
+TEST(ScriptOutputParserTest, AnEventWithANegativeOrMissingStepIsIgnored) {
+  for (LogFormat format : {LogFormat::kAuto, LogFormat::kAblateEvents}) {
+    ScriptOutputParser p(format, 3.28);
+    EXPECT_EQ(p.Parse(R"({"event":"val","step":-2,"val_loss":3.0,"train_ms":25.1})").kind,
+              Kind::kIgnored);
+    EXPECT_EQ(p.Parse(R"({"event":"val","val_loss":3.0})").kind, Kind::kIgnored);
+    EXPECT_EQ(p.Parse(R"({"event":"step","step":0.5,"train_loss":3.0})").kind, Kind::kIgnored);
+    EXPECT_EQ(p.val_points(), 0);
+    EXPECT_FALSE(p.Summary().reached_target());
+    ScriptLine ok = p.Parse(R"({"event":"val","step":2,"val_loss":3.0,"train_ms":25.1})");
+    ASSERT_EQ(ok.kind, Kind::kPoint);
+    EXPECT_EQ(ok.point.step(), 2);
+  }
+}
+
 TEST(ScriptOutputParserTest, TorchrunTeePrefixesCountForRankZeroOnly) {
   ScriptOutputParser p(LogFormat::kAuto, 3.28);
   ScriptLine zero = p.Parse("[default0]:step:4/8 val_loss:3.1 train_time:40ms step_avg:10.00ms");

@@ -61,7 +61,8 @@ TEST(TrainerEventsTest, StepAndValPoints) {
       R"("train_ms":40.0,"tokens":7168})");
   ASSERT_TRUE(step);
   EXPECT_EQ(step->kind, EventKind::kStep);
-  v1::MetricPoint p = PointFromEvent(*step);
+  ASSERT_TRUE(PointFromEvent(*step));
+  v1::MetricPoint p = *PointFromEvent(*step);
   EXPECT_EQ(p.step(), 7);
   EXPECT_EQ(p.train_loss(), 4.5);
   EXPECT_EQ(p.lr(), 0.5);
@@ -70,11 +71,30 @@ TEST(TrainerEventsTest, StepAndValPoints) {
   EXPECT_EQ(p.tokens(), 7168);
   EXPECT_FALSE(p.has_val_loss());
   auto val = ParseTrainerEvent(R"({"event":"val","step":8,"val_loss":3.25,"train_ms":50})");
-  v1::MetricPoint v = PointFromEvent(*val);
+  ASSERT_TRUE(val && PointFromEvent(*val));
+  v1::MetricPoint v = *PointFromEvent(*val);
   EXPECT_EQ(v.step(), 8);
   EXPECT_EQ(v.val_loss(), 3.25);
   EXPECT_FALSE(v.has_train_loss());
   EXPECT_FALSE(v.has_train_time_ms());
+}
+
+// A script's output is untrusted: a step that is missing, negative, fractional or beyond int64
+// makes no point (the fuzz target script_output found a val event with step -2 becoming one).
+TEST(TrainerEventsTest, AnEventWithoutAWholeNonNegativeStepIsNoPoint) {
+  for (const char* line :
+       {R"({"event":"val","step":-2,"val_loss":5.01})", R"({"event":"step","train_loss":4.5})",
+        R"({"event":"step","step":2.5,"train_loss":4.5})",
+        R"({"event":"step","step":1e30,"train_loss":4.5})",
+        R"({"event":"step","step":18446744073709551615,"train_loss":4.5})",
+        R"({"event":"val","step":"7","val_loss":3.0})"}) {
+    auto event = ParseTrainerEvent(line);
+    ASSERT_TRUE(event) << line;
+    EXPECT_FALSE(PointFromEvent(*event)) << line;
+  }
+  auto whole = ParseTrainerEvent(R"({"event":"val","step":20.0,"val_loss":3.0})");
+  ASSERT_TRUE(whole && PointFromEvent(*whole));
+  EXPECT_EQ(PointFromEvent(*whole)->step(), 20);
 }
 
 TEST(TrainerEventsTest, IgnoresNonEvents) {
