@@ -9,7 +9,6 @@ Checkpointer::Checkpointer(std::unique_ptr<Connection> connection, sqlite3* writ
     : connection_(std::move(connection)),
       pages_(pages),
       inline_pages_(inline_pages),
-      gap_(kGap),
       thread_([this] { Loop(); }) {
   // Replaces the automatic checkpoint (sqlite3_wal_autocheckpoint is itself a WAL hook).
   sqlite3_wal_hook(writer_db, &Checkpointer::OnCommit, this);
@@ -52,7 +51,7 @@ void Checkpointer::Loop() {
       if (stopping_) return;
       // At most one checkpoint per kGap: every commit past `pages_` asks for one until the log
       // starts over, which may take a few checkpoints (see kGap).
-      const absl::Time next = last + gap_;
+      const absl::Time next = last + kGap;
       if (absl::Now() < next) mu_.AwaitWithDeadline(absl::Condition(&stopping), next);
       if (stopping_) return;
       wanted_ = false;

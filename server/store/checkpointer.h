@@ -66,7 +66,6 @@ class Checkpointer {
   const std::unique_ptr<Connection> connection_;  // used by the thread only
   const int pages_;
   const int inline_pages_;
-  const absl::Duration gap_;
   mutable absl::Mutex mu_;
   bool wanted_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
