@@ -14,13 +14,13 @@ BUILD=${ABLATE_BUILD_DIR:-$ROOT/build}
 JOBS=${ABLATE_JOBS:-$(nproc)}
 
 # What the demo needs: the compiler, the service libraries, OpenBLAS, and the fortunes it trains
-# on (libgtest-dev and libgmock-dev only because the build folder configures the tests too; they
-# are small). The dashboard's uPlot comes from npm's registry with curl (web_package), not npm.
+# on (libgtest-dev, libgmock-dev and libboost-context-dev only because the build folder configures
+# the tests too; they are small). The dashboard's uPlot comes from npm's registry with curl (web_package), not npm.
 DEMO_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
-  libopenblas-dev libboost-dev libgtest-dev libgmock-dev libcurl4-openssl-dev libssl-dev
+  libopenblas-dev libboost-dev libboost-context-dev libgtest-dev libgmock-dev libcurl4-openssl-dev libssl-dev
   fortunes-min curl ca-certificates
 )
 # ... and what the tests add: PyTorch and SciPy (reference checks), clang (sanitizers, fuzzing),

@@ -31,8 +31,9 @@
 #
 # THERE, with the device tool (`run`, carry [".gpu-deps"]):
 #
-#   bash scripts/gpu_session.sh all        # the first call (timeout_s 570): test, torch, e2e,
-#                                          # ops, in that order, each under its cap (see `caps`);
+#   bash scripts/gpu_session.sh all        # the first call (timeout_s 570): test, torch (ablate's
+#                                          # step with tiled, then mma attention, then PyTorch's),
+#                                          # e2e, ops, in that order, each under its cap (`caps`);
 #                                          # $OUT: env.txt, test.log, torch.log, e2e.log,
 #                                          # ops.log, summary.txt (+ build.log if it built)
 #   bash scripts/gpu_session.sh sanitize   # a second call, only if time is left: memcheck and
@@ -76,17 +77,21 @@ ONE_GPU_FILTER='*WorldSizeOne*:*OneGpu*'
 # prints them and checks the sums; gpu_session_rehearse.sh runs it.
 BUDGET=${ABLATE_ALL_BUDGET:-540}
 CAP_SETUP=20                 # unpack, env.txt, do the carried binaries start (the rest of setup)
-CAP_TEST=170                 # (1) the gpu label: op tests, then model and training tests
+CAP_TEST=140                 # (1) the gpu label: op tests, then model and training tests
 CAP_TEST_HOST=5              #     trainer_cuda_host_test
-CAP_TEST_OPS=50              #     CudaOps, attention masks and choice, optimizer, dist. Muon
-CAP_TEST_MODEL=90            #     24 knob cases, trajectory against the CPU, resume
+CAP_TEST_OPS=50              #     CudaOps, attention masks (tiled and mma) and choice, optimizer,
+                             #     dist. Muon
+CAP_TEST_MODEL=60            #     24 knob cases, trajectory against the CPU, resume
 CAP_TEST_REST=10             #     whatever a later test adds (no filter above matches it)
 CAP_TEST_NCCL=10             #     trainer_multi_gpu_test at world size 1
-CAP_TORCH=210                # (2) r20 full step: ablate's, then PyTorch's (torch.compile)
-CAP_TORCH_ABLATE=55          #     trainer_gpu_bench --skip-ops: 2 warm-up + 2 x 4 steps
+CAP_TORCH=250                # (2) r20 full step: ablate's (tiled, then mma attention), then
+                             #     PyTorch's (torch.compile)
+CAP_TORCH_TILED=45           #     trainer_gpu_bench --skip-ops --attention tiled: 2 warm-up +
+                             #     2 x 4 steps (2026-11-27: ~2.2 s a step)
+CAP_TORCH_MMA=50             #     the same, --attention mma (never timed before: a little more)
 CAP_TORCH_PYTORCH=150        #     torch_step_bench.py: compile (1-2 min) + 1 warm-up + 4 steps
-CAP_E2E=80                   # (3) ablate-train r20 tiny, 150 steps
-CAP_E2E_CUDA=35              #     --backend cuda
+CAP_E2E=70                   # (3) ablate-train r20 tiny, 150 steps
+CAP_E2E_CUDA=25              #     --backend cuda (2026-11-27: 0.44 s of training)
 CAP_E2E_CPU=40               #     --backend cpu (16 cores there)
 CAP_OPS=60                   # (4) the per-op table at r20 full (no step)
 CAP_OPS_RUN=55
@@ -246,7 +251,7 @@ caps() {
   printf '  %-7s cap %4d s\n' setup "$CAP_SETUP"
   check_sum test "$CAP_TEST" "$CAP_TEST_HOST" "$CAP_TEST_OPS" "$CAP_TEST_MODEL" "$CAP_TEST_REST" \
     "$CAP_TEST_NCCL"
-  check_sum torch "$CAP_TORCH" "$CAP_TORCH_ABLATE" "$CAP_TORCH_PYTORCH"
+  check_sum torch "$CAP_TORCH" "$CAP_TORCH_TILED" "$CAP_TORCH_MMA" "$CAP_TORCH_PYTORCH"
   check_sum e2e "$CAP_E2E" "$CAP_E2E_CUDA" "$CAP_E2E_CPU"
   check_sum ops "$CAP_OPS" "$CAP_OPS_RUN"
   local total=$((CAP_SETUP + CAP_TEST + CAP_TORCH + CAP_E2E + CAP_OPS))
@@ -294,9 +299,10 @@ all_phases() {
     echo "---- in $((SECONDS - t0)) s of the budget's $BUDGET s; the figures:"
     grep -hE '^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]|^== .*exit|drift|gpu/envelope' \
       "$OUT/test.log" 2>/dev/null
-    grep -hE 'ms/step|tok/s|MFU|^torch|^exit' "$OUT/torch.log" 2>/dev/null | cut -c1-160
+    grep -hE ' micro-steps, attention |ms/step|tok/s|MFU|^torch|^exit' "$OUT/torch.log" 2>/dev/null |
+      cut -c1-160
     grep -hE '^== |exit|"event":"end"' "$OUT/e2e.log" 2>/dev/null | cut -c1-200
-    grep -hE '^exit' "$OUT/ops.log" 2>/dev/null
+    grep -hE '^  attention (fwd|bwd) |^  mma vs tiled|^exit' "$OUT/ops.log" 2>/dev/null | cut -c1-200
   } >> "$OUT/summary.txt"
   echo "==== summary ($OUT/summary.txt)"
   cat "$OUT/summary.txt"
@@ -485,7 +491,7 @@ sanitize_phase() {
   }
   {
     run_sanitizer memcheck 'CudaOps.*:Masks/CudaAttention.*:CudaOptim.*:-*mid*:*RecordVocabulary*'
-    run_sanitizer racecheck 'Masks/CudaAttention.*tiled64_docs_window:Masks/CudaAttention.*tiled128_docs_window'
+    run_sanitizer racecheck 'Masks/CudaAttention.*tiled64_docs_window:Masks/CudaAttention.*tiled128_docs_window:Masks/CudaAttention.*mma64_docs_window:Masks/CudaAttention.*mma128_docs_window'
     run_sanitizer memcheck 'Knobs/CudaModel.*r20_stack'
   } > "$OUT/sanitizer.log" 2>&1
   grep -E "^== |exit|ERROR SUMMARY" "$OUT/sanitizer.log"
@@ -533,18 +539,23 @@ PY
 }
 
 # The same r20 step, ablate then PyTorch, on the same GPU in the same call: ms/step, tokens/s,
-# MFU side by side (bench/trainer_gpu/NOTES.md, "Against PyTorch"). PyTorch is the machine's
-# own (python3, or ABLATE_TORCH_PYTHON), run without ablate's library path; its step is
-# torch_step_bench.py over the reference model of tests/reference/ablate_ref.py with
-# flex_attention, under torch.compile.
+# MFU side by side (bench/trainer_gpu/NOTES.md, "Against PyTorch"). ablate's step runs twice,
+# with the tiled attention kernels and then the mma ones, each under its own cap; either
+# failing does not stop the rest. PyTorch is the machine's own (python3, or
+# ABLATE_TORCH_PYTHON), run without ablate's library path; its step is torch_step_bench.py over
+# the reference model of tests/reference/ablate_ref.py with flex_attention, under torch.compile.
 torch_phase() {
-  local py=${ABLATE_TORCH_PYTHON:-python3} cfg=$DEPS/r20-sub3min-full.json cap
+  local py=${ABLATE_TORCH_PYTHON:-python3} cfg=$DEPS/r20-sub3min-full.json cap impl
   {
-    echo "== ablate: trainer_gpu_bench r20-sub3min full (one 65,536-token sequence per micro-step)"
-    cap=$(clip "$CAP_TORCH_ABLATE")
-    ablate timeout -k 3 "$cap" "$BIN/trainer_gpu_bench" --preset r20-sub3min --scale full \
-      --steps 4 --skip-ops
-    echo "exit $? (cap $cap s)"
+    for impl in tiled mma; do
+      echo "== ablate: trainer_gpu_bench r20-sub3min full --attention $impl (one 65,536-token" \
+        "sequence per micro-step)"
+      cap=$CAP_TORCH_TILED; [ $impl = mma ] && cap=$CAP_TORCH_MMA
+      cap=$(clip "$cap")
+      ablate timeout -k 3 "$cap" "$BIN/trainer_gpu_bench" --preset r20-sub3min --scale full \
+        --steps 4 --skip-ops --attention $impl
+      echo "exit $? (cap $cap s)"
+    done
     echo "== PyTorch: torch_step_bench.py, same config, same GPU"
     if ! "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
 torch.cuda.get_device_name(0))'; then

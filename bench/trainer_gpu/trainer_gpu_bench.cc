@@ -1,23 +1,30 @@
 // GPU trainer throughput on one GPU (bench/trainer_gpu/NOTES.md): a preset's whole training step
 // at full scale (default r20-sub3min: one 65,536-token sequence per micro-step, 8 micro-steps
 // per 524,288-token step) in ms/step, tokens/s and MFU, next to the bf16 GEMM rate cuBLASLt
-// reaches on this GPU in the same run; then per-op timings at the preset's shape.
+// reaches on this GPU in the same run; then per-op timings at the preset's shape, attention's
+// for both kernel sets (tiled and mma) with their outputs compared.
 //   trainer_gpu_bench [--preset P] [--scale full|small|tiny] [--steps N] [--peak-tflops F]
 //                     [--device I] [--skip-ops] [--skip-step]
+//                     [--attention auto|tiled|mma (the step's attention kernels; default auto)]
 //                     [--dump-config F (canonical config to F, exit)]
+// Exit 1 when any timed run failed (a per-op row that failed says why on its row; the table
+// goes on), 2 for a bad option.
 // MFU counts the model's FLOPs (6 per weight per token, plus causal attention over the keys each
 // query actually sees under the run's masks), not the recomputation the kernels do.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "trainer/config/attention_impl.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/config/presets.h"
 #include "trainer/cpu/attention.h"
@@ -49,6 +56,7 @@ struct Options {
   int device = 0;
   bool ops = true;
   bool step = true;  // --skip-step: only the GEMM ceiling and the per-op table
+  AttentionImpl attention = AttentionImpl::kAuto;  // the step's (the per-op table times both)
   std::string dump_config;  // --dump-config F: write the canonical config and exit
 };
 
@@ -80,13 +88,27 @@ Status TimeOnce(CudaContext& ctx, const std::function<Status()>& fn, float* ms) 
   return {};
 }
 
-// Median device milliseconds of `fn` over `reps` runs after `warm` runs.
-double DeviceMs(CudaContext& ctx, int warm, int reps, const std::function<Status()>& fn) {
-  for (int i = 0; i < warm; ++i) Check(fn(), "warm-up");
+// Median device milliseconds of `fn` over `reps` runs after `warm` runs; the first failure's
+// Error instead when one fails.
+Result<double> TryDeviceMs(CudaContext& ctx, int warm, int reps,
+                           const std::function<Status()>& fn) {
+  for (int i = 0; i < warm; ++i) {
+    Status s = fn();
+    if (s.ok()) s = ctx.Synchronize();
+    if (!s.ok()) return Error{"warm-up: " + s.message(), ""};
+  }
   std::vector<float> ms(static_cast<size_t>(reps));
-  for (float& m : ms) Check(TimeOnce(ctx, fn, &m), "timed run");
+  for (float& m : ms) {
+    Status s = TimeOnce(ctx, fn, &m);
+    if (!s.ok()) return Error{"timed run: " + s.message(), ""};
+  }
   std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return double(ms[ms.size() / 2]);
+}
+
+// As TryDeviceMs; a failure ends the bench.
+double DeviceMs(CudaContext& ctx, int warm, int reps, const std::function<Status()>& fn) {
+  return Take(TryDeviceMs(ctx, warm, reps, fn), "timed op");
 }
 
 template <class T>
@@ -198,6 +220,7 @@ StepTimes TimeSteps(const Options& o, const StepSetup& s,
   plan.devices = {o.device};
   plan.micro_batch = s.b;
   plan.num_iterations = s.iters;
+  plan.attention = o.attention;
   InProcessGroup group(1);
   InProcessCommunicator comm(&group, 0);
   std::unique_ptr<Engine> engine = Take(MakeEngine(plan, comm), "engine");
@@ -241,9 +264,10 @@ StepTimes TimeSteps(const Options& o, const StepSetup& s,
 }
 
 // One micro-step's forward, forward+backward and an optimizer step, each timed on the device.
-void PrintPhases(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t>& tokens,
-                 const std::vector<int64_t>& windows) {
+void PrintPhases(CudaContext& ctx, const Options& o, const StepSetup& s,
+                 const std::vector<int32_t>& tokens, const std::vector<int64_t>& windows) {
   std::unique_ptr<Gpt> gpt = Take(Gpt::Create(ctx, s.m, s.b, s.t), "model");
+  gpt->set_attention(o.attention);
   Optimizer opt(s.optim, gpt->device_layout());
   Check(opt.Init(ctx), "optimizer");
   std::vector<float> host(size_t(gpt->layout().total()));
@@ -270,8 +294,9 @@ void BenchStep(CudaContext& ctx, const Options& o, double ceiling) {
   double step_ms = t.pipelined;
   double flops = StepFlops(s.m, MeanKeys(s.m, micro[0], s.b, s.t, windows), double(s.batch_tokens));
   double tflops = flops / (step_ms * 1e9);
-  std::printf("%s %s: B=%lld T=%lld, %lld micro-steps, %.1f GB on the device\n", o.preset.c_str(),
-              o.scale.c_str(), (long long)s.b, (long long)s.t, (long long)s.accum, t.model_gb);
+  std::printf("%s %s: B=%lld T=%lld, %lld micro-steps, attention %s, %.1f GB on the device\n",
+              o.preset.c_str(), o.scale.c_str(), (long long)s.b, (long long)s.t, (long long)s.accum,
+              AttentionImplName(o.attention), t.model_gb);
   std::printf(
       "step %.1f ms (trainer loop, %d steps queued ahead; device step_ms median %.1f)  %.0f tok/s"
       "  %.1f TFLOP/s  MFU %.1f%% of %.0f TF peak, %.1f%% of the measured GEMM rate\n",
@@ -281,16 +306,26 @@ void BenchStep(CudaContext& ctx, const Options& o, double ceiling) {
   double waited_ms = t.waited[t.waited.size() / 2];
   std::printf("baseline, each step waited for: %.1f ms (median of %d)  ratio loop/baseline %.3f\n",
               waited_ms, o.steps, step_ms / waited_ms);
-  PrintPhases(ctx, s, micro[0], windows);
+  PrintPhases(ctx, o, s, micro[0], windows);
 }
 
 // One row of the per-op table: time, and its rate in TFLOP/s or GB/s.
-void Row(const char* name, double ms, double flops, double bytes) {
+void Row(const std::string& name, double ms, double flops, double bytes) {
   if (flops > 0) {
-    std::printf("  %-40s %9.3f ms  %7.1f TFLOP/s\n", name, ms, flops / (ms * 1e9));
+    std::printf("  %-40s %9.3f ms  %7.1f TFLOP/s\n", name.c_str(), ms, flops / (ms * 1e9));
   } else {
-    std::printf("  %-40s %9.3f ms  %7.1f GB/s\n", name, ms, bytes / (ms * 1e6));
+    std::printf("  %-40s %9.3f ms  %7.1f GB/s\n", name.c_str(), ms, bytes / (ms * 1e6));
   }
+}
+
+// A row whose run may fail: the figure, or the error in its place. True when it ran.
+bool TryRow(const std::string& name, const Result<double>& ms, double flops) {
+  if (ms.ok()) {
+    Row(name, *ms, flops, 0);
+    return true;
+  }
+  std::printf("  %-40s FAILED: %s\n", name.c_str(), ms.error().message.c_str());
+  return false;
 }
 
 void BenchGemms(CudaContext& ctx, int64_t n, int64_t c, int64_t f) {
@@ -322,48 +357,170 @@ void BenchGemms(CudaContext& ctx, int64_t n, int64_t c, int64_t f) {
       4.0 * n * c * f, 0);
 }
 
-void BenchAttention(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t>& tokens,
-                    const std::vector<int64_t>& windows) {
-  int64_t n = s.b * s.t, c = s.m.model_dim, nh = s.m.n_head, hd = s.m.head_dim;
-  DeviceBuffer<bf16> q = Buffer<bf16>(n * c, "q"), k = Buffer<bf16>(n * c, "k"),
-                     v = Buffer<bf16>(n * c, "v"), out = Buffer<bf16>(n * c, "out"),
-                     dout = Buffer<bf16>(n * c, "dout");
-  DeviceBuffer<float> lse = Buffer<float>(n * nh, "lse"), rows = Buffer<float>(n * nh, "rows"),
-                      dq = Buffer<float>(n * c, "dq"), dk = Buffer<float>(n * c, "dk"),
-                      dv = Buffer<float>(n * c, "dv");
-  DeviceBuffer<int32_t> lo = Buffer<int32_t>(n, "lo");
-  for (auto* b : {&q, &k, &v, &dout}) FillRandom(ctx, *b, 11);
+// Attention's operands at the preset's shape: the inputs both kernel sets read, and the lo of the
+// window being timed.
+struct AttentionInputs {
+  int64_t b = 0, t = 0, nh = 0, hd = 0;
+  float scale = 0;
+  DeviceBuffer<bf16> q, k, v, dout;  // (N, C)
+  DeviceBuffer<float> rows;          // (B, NH, T) the backward's scratch
+  DeviceBuffer<int32_t> lo;          // (B, T)
+};
+
+// What one kernel set wrote.
+struct AttentionOutputs {
+  DeviceBuffer<bf16> out;               // (N, C)
+  DeviceBuffer<float> lse, dq, dk, dv;  // (B, NH, T), (N, C) each
+};
+
+AttentionOutputs MakeOutputs(int64_t n, int64_t c, int64_t nh, const char* impl) {
+  std::string what = std::string(impl) + " attention output";
+  return {Buffer<bf16>(n * c, what.c_str()), Buffer<float>(n * nh, what.c_str()),
+          Buffer<float>(n * c, what.c_str()), Buffer<float>(n * c, what.c_str()),
+          Buffer<float>(n * c, what.c_str())};
+}
+
+Status Forward(CudaContext& ctx, AttentionInputs& in, AttentionOutputs& o, AttentionImpl impl) {
+  return attention_forward(ctx, o.out.get(), o.lse.get(), in.q.get(), in.k.get(), in.v.get(),
+                           in.lo.get(), in.b, in.t, in.nh, in.hd, in.scale, impl);
+}
+
+// The backward of the forward whose out and lse `fwd` holds, gradients into `o`.
+Status Backward(CudaContext& ctx, AttentionInputs& in, const AttentionOutputs& fwd,
+                AttentionOutputs& o, AttentionImpl impl) {
+  return attention_backward(ctx, o.dq.get(), o.dk.get(), o.dv.get(), in.dout.get(), in.q.get(),
+                            in.k.get(), in.v.get(), fwd.out.get(), fwd.lse.get(), in.lo.get(),
+                            in.rows.get(), in.b, in.t, in.nh, in.hd, in.scale, impl);
+}
+
+// Uploads lo (B, T) for `window` blocks under the run's masks; returns the number of (query, key)
+// pairs it leaves visible.
+double UploadWindow(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t>& tokens,
+                    int64_t window, AttentionInputs& in) {
+  int64_t n = s.b * s.t;
+  std::vector<int32_t> host_lo(static_cast<size_t>(n));
+  cpu::AttentionMask mask{s.m.doc_masking, s.m.bos_token, window, s.m.window.block_tokens};
+  cpu::attention_key_start(host_lo.data(), tokens.data(), s.t + 1, s.b, s.t, mask);
+  Check(ctx.ToDevice(in.lo.get(), host_lo.data(), n * 4), "lo");
+  double keys = 0;
+  for (int64_t r = 0; r < n; ++r) keys += double(r % s.t - host_lo[r] + 1);
+  return keys;
+}
+
+// Times one kernel set's forward and backward at the uploaded window, a row each; the number of
+// rows that failed.
+int TimeAttention(CudaContext& ctx, AttentionInputs& in, AttentionOutputs& o, AttentionImpl impl,
+                  int64_t window, double keys) {
+  double fwd_flops = 4.0 * keys * double(in.hd * in.nh);
+  std::string tail =
+      std::string(" ") + AttentionImplName(impl) + ", window " + std::to_string(window) + " blocks";
+  bool fwd_ok =
+      TryRow("attention fwd" + tail,
+             TryDeviceMs(ctx, 2, 10, [&] { return Forward(ctx, in, o, impl); }), fwd_flops);
+  if (!fwd_ok) {
+    std::printf("  %-40s not run: the forward failed\n", ("attention bwd" + tail).c_str());
+    return 2;
+  }
+  bool bwd_ok = TryRow("attention bwd" + tail,
+                       TryDeviceMs(ctx, 2, 10, [&] { return Backward(ctx, in, o, o, impl); }),
+                       2.0 * fwd_flops);
+  return bwd_ok ? 0 : 1;
+}
+
+template <class T>
+std::vector<float> HostFloats(CudaContext& ctx, const DeviceBuffer<T>& d) {
+  std::vector<T> tmp(size_t(d.size()));
+  Check(ctx.ToHost(tmp.data(), d.get(), d.bytes()), "download");
+  std::vector<float> out(tmp.size());
+  for (size_t i = 0; i < tmp.size(); ++i) out[i] = float(tmp[i]);
+  return out;
+}
+
+// "name max|got − want| (max|want|)" for one tensor; NaN or inf in `got` shows as inf.
+template <class T>
+std::string Difference(CudaContext& ctx, const char* name, const DeviceBuffer<T>& got,
+                       const DeviceBuffer<T>& want) {
+  std::vector<float> g = HostFloats(ctx, got), w = HostFloats(ctx, want);
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    double d = std::isfinite(g[i]) ? std::abs(double(g[i]) - w[i]) : INFINITY;
+    diff = std::max(diff, d);
+    ref = std::max(ref, std::abs(double(w[i])));
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "  %s %.3g (%.3g)", name, diff, ref);
+  return buf;
+}
+
+// kMma against kTiled at the uploaded window, once: both forwards on the same inputs, then both
+// backwards from kTiled's out and lse (so the gradients compare the backward kernels alone).
+Status CompareAttention(CudaContext& ctx, AttentionInputs& in, AttentionOutputs& tiled,
+                        AttentionOutputs& mma, int64_t window) {
+  ABLATE_RETURN_IF_ERROR(Forward(ctx, in, tiled, AttentionImpl::kTiled));
+  ABLATE_RETURN_IF_ERROR(Forward(ctx, in, mma, AttentionImpl::kMma));
+  ABLATE_RETURN_IF_ERROR(Backward(ctx, in, tiled, tiled, AttentionImpl::kTiled));
+  ABLATE_RETURN_IF_ERROR(Backward(ctx, in, tiled, mma, AttentionImpl::kMma));
+  ABLATE_RETURN_IF_ERROR(ctx.Synchronize());
+  std::string line =
+      Difference(ctx, "out", mma.out, tiled.out) + Difference(ctx, "lse", mma.lse, tiled.lse) +
+      Difference(ctx, "dq", mma.dq, tiled.dq) + Difference(ctx, "dk", mma.dk, tiled.dk) +
+      Difference(ctx, "dv", mma.dv, tiled.dv);
+  std::printf("  mma vs tiled, window %lld blocks, max |mma - tiled| (max |tiled|):%s\n",
+              (long long)window, line.c_str());
+  return {};
+}
+
+// Attention's rows: each kernel set (tiled, then mma) at each distinct window of the run, then
+// mma's outputs against tiled's. A kernel set that fails says so on its rows and the table goes
+// on; returns the number of rows that failed (a failed comparison counts as one).
+int BenchAttention(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t>& tokens,
+                   const std::vector<int64_t>& windows) {
+  int64_t n = s.b * s.t, c = s.m.model_dim, nh = s.m.n_head;
+  AttentionInputs in;
+  in.b = s.b;
+  in.t = s.t;
+  in.nh = nh;
+  in.hd = s.m.head_dim;
+  in.scale = float(s.m.AttentionScale());
+  in.q = Buffer<bf16>(n * c, "q");
+  in.k = Buffer<bf16>(n * c, "k");
+  in.v = Buffer<bf16>(n * c, "v");
+  in.dout = Buffer<bf16>(n * c, "dout");
+  in.rows = Buffer<float>(n * nh, "rows");
+  in.lo = Buffer<int32_t>(n, "lo");
+  uint32_t seed = 11;  // distinct inputs: q = k would make every query's own key dominate
+  for (auto* b : {&in.q, &in.k, &in.v, &in.dout}) FillRandom(ctx, *b, seed++);
+  AttentionOutputs tiled = MakeOutputs(n, c, nh, "tiled"), mma = MakeOutputs(n, c, nh, "mma");
   std::vector<int64_t> distinct;
   for (int64_t w : windows) {
     if (std::find(distinct.begin(), distinct.end(), w) == distinct.end()) distinct.push_back(w);
   }
-  std::vector<int32_t> host_lo(static_cast<size_t>(n));
-  float scale = float(s.m.AttentionScale());
-  for (int64_t w : distinct) {
-    cpu::AttentionMask mask{s.m.doc_masking, s.m.bos_token, w, s.m.window.block_tokens};
-    cpu::attention_key_start(host_lo.data(), tokens.data(), s.t + 1, s.b, s.t, mask);
-    Check(ctx.ToDevice(lo.get(), host_lo.data(), n * 4), "lo");
-    double keys = 0;
-    for (int64_t r = 0; r < n; ++r) keys += double(r % s.t - host_lo[r] + 1);
-    double fwd_flops = 4.0 * keys * hd * nh;
-    std::string name = "attention fwd, window " + std::to_string(w) + " blocks";
-    Row(name.c_str(),
-        DeviceMs(ctx, 2, 10,
-                 [&] {
-                   return attention_forward(ctx, out.get(), lse.get(), q.get(), k.get(), v.get(),
-                                            lo.get(), s.b, s.t, nh, hd, scale);
-                 }),
-        fwd_flops, 0);
-    name = "attention bwd, window " + std::to_string(w) + " blocks";
-    Row(name.c_str(),
-        DeviceMs(ctx, 2, 10,
-                 [&] {
-                   return attention_backward(ctx, dq.get(), dk.get(), dv.get(), dout.get(), q.get(),
-                                             k.get(), v.get(), out.get(), lse.get(), lo.get(),
-                                             rows.get(), s.b, s.t, nh, hd, scale);
-                 }),
-        2.0 * fwd_flops, 0);
+  int failed = 0;
+  std::vector<bool> mma_ok(distinct.size(), false);
+  for (AttentionImpl impl : {AttentionImpl::kTiled, AttentionImpl::kMma}) {
+    for (size_t i = 0; i < distinct.size(); ++i) {
+      double keys = UploadWindow(ctx, s, tokens, distinct[i], in);
+      AttentionOutputs& o = impl == AttentionImpl::kMma ? mma : tiled;
+      int f = TimeAttention(ctx, in, o, impl, distinct[i], keys);
+      failed += f;
+      if (impl == AttentionImpl::kMma) mma_ok[i] = f == 0;
+    }
   }
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    if (!mma_ok[i]) {
+      std::printf("  mma vs tiled, window %lld blocks: not compared (mma failed above)\n",
+                  (long long)distinct[i]);
+      continue;
+    }
+    UploadWindow(ctx, s, tokens, distinct[i], in);
+    Status st = CompareAttention(ctx, in, tiled, mma, distinct[i]);
+    if (!st.ok()) {
+      std::printf("  mma vs tiled, window %lld blocks: FAILED: %s\n", (long long)distinct[i],
+                  st.message().c_str());
+      ++failed;
+    }
+  }
+  return failed;
 }
 
 void BenchMemoryOps(CudaContext& ctx, const StepSetup& s) {
@@ -415,17 +572,31 @@ void BenchHead(CudaContext& ctx, const StepSetup& s) {
       6.0 * n * c * v, 0);
 }
 
-void BenchOps(CudaContext& ctx, const Options& o) {
+// The per-op table; returns the number of rows that failed (attention's; every other failure
+// ends the bench). Attention comes last: a kernel that faults poisons the context, and the rows
+// before it still stand.
+int BenchOps(CudaContext& ctx, const Options& o) {
   StepSetup s = Setup(o);
   int64_t n = s.b * s.t;
   std::printf("per-op, N=%lld tokens, C=%lld, F=%lld, V=%lld, %lld heads of %lld:\n", (long long)n,
               (long long)s.m.model_dim, (long long)s.m.hidden_dim(), (long long)s.m.vocab_size,
               (long long)s.m.n_head, (long long)s.m.head_dim);
   BenchGemms(ctx, n, s.m.model_dim, s.m.hidden_dim());
-  std::vector<int32_t> tokens = Tokens(s.b * (s.t + 1), s.m.embed_vocab_size, s.m.bos_token, 41);
-  BenchAttention(ctx, s, tokens, LayerWindowBlocks(s.m, s.iters / 2, s.iters));
   BenchMemoryOps(ctx, s);
   BenchHead(ctx, s);
+  std::vector<int32_t> tokens = Tokens(s.b * (s.t + 1), s.m.embed_vocab_size, s.m.bos_token, 41);
+  return BenchAttention(ctx, s, tokens, LayerWindowBlocks(s.m, s.iters / 2, s.iters));
+}
+
+// --attention's value: auto, tiled or mma (kWarp is far too slow at a run's shape).
+AttentionImpl ParseAttention(const std::string& name) {
+  std::optional<AttentionImpl> impl = ParseAttentionImpl(name);
+  if (!impl || *impl == AttentionImpl::kWarp) {
+    std::fprintf(stderr, "trainer_gpu_bench: --attention must be auto, tiled or mma, not '%s'\n",
+                 name.c_str());
+    std::exit(2);
+  }
+  return *impl;
 }
 
 Options Parse(int argc, char** argv) {
@@ -455,6 +626,8 @@ Options Parse(int argc, char** argv) {
       o.step = false;
     else if (a == "--dump-config")
       o.dump_config = next();
+    else if (a == "--attention")
+      o.attention = ParseAttention(next());
     else {
       std::fprintf(stderr, "trainer_gpu_bench: unknown option %s\n", a.c_str());
       std::exit(2);
@@ -468,6 +641,9 @@ Options Parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace ablate::cuda;
+  // Line-buffered even into a pipe (gpu_session.sh tees it): a run cut at its time cap keeps
+  // the rows it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Options o = Parse(argc, argv);
   if (!o.dump_config.empty()) {  // for the PyTorch side of the comparison (torch_step_bench.py)
     nlohmann::json c =
@@ -482,6 +658,10 @@ int main(int argc, char** argv) {
   double ceiling = GemmCeilingTflops(*ctx);
   std::printf("cuBLASLt bf16 8192^3: %.1f TFLOP/s\n", ceiling);
   if (o.step) BenchStep(*ctx, o, ceiling);
-  if (o.ops) BenchOps(*ctx, o);
+  int failed = o.ops ? BenchOps(*ctx, o) : 0;
+  if (failed > 0) {
+    std::fprintf(stderr, "trainer_gpu_bench: %d attention row(s) failed (above)\n", failed);
+    return 1;
+  }
   return 0;
 }

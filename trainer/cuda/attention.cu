@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "trainer/cuda/attention.h"
+#include "trainer/cuda/attention_mma.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/kernel_util.cuh"
 
@@ -14,6 +15,7 @@ namespace ablate::cuda {
 namespace {
 
 namespace wmma = nvcuda::wmma;
+using kernel::AllowDynamicSmem;
 using kernel::FromFloat;
 using kernel::ToFloat;
 using kernel::WarpSum;
@@ -571,36 +573,23 @@ __global__ void __launch_bounds__(kThreads)
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Whether the tiled kernels apply; with kTiled, an Error says why not.
-Result<bool> UseTiled(AttentionImpl impl, int64_t hd, std::initializer_list<const void*> ptrs) {
-  if (impl == AttentionImpl::kWarp) return false;
+// Which kernels run: kAuto becomes kTiled for head_dim 64 or 128 with 16-byte aligned tensors
+// and kWarp otherwise; kTiled or kMma on another shape is an Error saying why.
+Result<AttentionImpl> Choose(AttentionImpl impl, int64_t hd,
+                             std::initializer_list<const void*> ptrs) {
+  if (impl == AttentionImpl::kWarp) return AttentionImpl::kWarp;
   bool shape = hd == 64 || hd == 128;
   bool aligned = true;
   for (const void* p : ptrs) aligned = aligned && Aligned16(p);
-  if (shape && aligned) return true;
-  if (impl == AttentionImpl::kTiled) {
-    return Error{
-        "attention: the tiled kernels need head_dim 64 or 128 and 16-byte aligned "
-        "tensors (head_dim " +
-            std::to_string(hd) + ")",
-        ""};
-  }
-  return false;
+  if (shape && aligned) return impl == AttentionImpl::kAuto ? AttentionImpl::kTiled : impl;
+  if (impl == AttentionImpl::kAuto) return AttentionImpl::kWarp;
+  return Error{std::string("attention: the ") + AttentionImplName(impl) +
+                   " kernels need head_dim 64 or 128 and 16-byte aligned tensors (head_dim " +
+                   std::to_string(hd) + ")",
+               ""};
 }
 
-// Grants `kernel` `bytes` of dynamic shared memory (above the 48 KB default).
-template <class Kernel>
-Status AllowSmem(CudaContext& ctx, Kernel kernel, int bytes) {
-  if (bytes > ctx.device().max_shared_per_block) {
-    return Error{"attention: a tile needs " + std::to_string(bytes) + " bytes of shared memory; " +
-                     ctx.device().name + " allows " +
-                     std::to_string(ctx.device().max_shared_per_block),
-                 ""};
-  }
-  ABLATE_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  return {};
-}
+constexpr const char* kTiledKernels = "attention: a tile";
 
 dim3 TileGrid(int64_t b, int64_t t, int64_t nh) {
   return dim3(unsigned((t + kTile - 1) / kTile), unsigned(nh), unsigned(b));
@@ -613,7 +602,7 @@ Status TiledForward(CudaContext& ctx, bf16* out, float* lse, const bf16* q, cons
                     const bf16* v, const int32_t* lo, int64_t b, int64_t t, int64_t nh,
                     float scale) {
   constexpr int kBytes = ForwardSmem<HD>::kBytes;
-  ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledForwardKernel<HD>, kBytes));
+  ABLATE_RETURN_IF_ERROR(AllowDynamicSmem(ctx, TiledForwardKernel<HD>, kBytes, kTiledKernels));
   TiledForwardKernel<HD>
       <<<TileGrid(b, t, nh), kThreads, kBytes, ctx.stream()>>>(out, lse, q, k, v, lo, t, nh, scale);
   ABLATE_CUDA_LAUNCH_CHECK("TiledForwardKernel");
@@ -626,8 +615,9 @@ Status TiledBackward(CudaContext& ctx, float* dq, float* dk, float* dv, const bf
                      const int32_t* lo, int64_t b, int64_t t, int64_t nh, float scale) {
   constexpr int kDkvBytes = BackwardSmem<HD, true>::kBytes;
   constexpr int kDqBytes = BackwardSmem<HD, false>::kBytes;
-  ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledBackwardDkvKernel<HD>, kDkvBytes));
-  ABLATE_RETURN_IF_ERROR(AllowSmem(ctx, TiledBackwardDqKernel<HD>, kDqBytes));
+  ABLATE_RETURN_IF_ERROR(
+      AllowDynamicSmem(ctx, TiledBackwardDkvKernel<HD>, kDkvBytes, kTiledKernels));
+  ABLATE_RETURN_IF_ERROR(AllowDynamicSmem(ctx, TiledBackwardDqKernel<HD>, kDqBytes, kTiledKernels));
   TiledBackwardDkvKernel<HD><<<TileGrid(b, t, nh), kThreads, kDkvBytes, ctx.stream()>>>(
       dk, dv, dout, q, k, v, lse, d, lo, t, nh, scale);
   ABLATE_CUDA_LAUNCH_CHECK("TiledBackwardDkvKernel");
@@ -656,9 +646,12 @@ Status attention_forward(CudaContext& ctx, bf16* out, float* lse, const bf16* q,
                          const bf16* v, const int32_t* lo, int64_t b, int64_t t, int64_t nh,
                          int64_t hd, float scale, AttentionImpl impl) {
   if (b * t * nh == 0) return {};
-  Result<bool> tiled = UseTiled(impl, hd, {out, q, k, v});
-  if (!tiled.ok()) return tiled.error();
-  if (*tiled) {
+  Result<AttentionImpl> chosen = Choose(impl, hd, {out, q, k, v});
+  if (!chosen.ok()) return chosen.error();
+  if (*chosen == AttentionImpl::kMma) {
+    return mma_attention::Forward(ctx, out, lse, q, k, v, lo, b, t, nh, hd, scale);
+  }
+  if (*chosen == AttentionImpl::kTiled) {
     return hd == 64 ? TiledForward<64>(ctx, out, lse, q, k, v, lo, b, t, nh, scale)
                     : TiledForward<128>(ctx, out, lse, q, k, v, lo, b, t, nh, scale);
   }
@@ -678,9 +671,13 @@ Status attention_backward(CudaContext& ctx, float* dq, float* dk, float* dv, con
   RowDotKernel<<<RowGrid(b * t * nh), kThreads, 0, ctx.stream()>>>(d_scratch, dout, out, b, t, nh,
                                                                    hd);
   ABLATE_CUDA_LAUNCH_CHECK("RowDotKernel");
-  Result<bool> tiled = UseTiled(impl, hd, {dout, q, k, v});
-  if (!tiled.ok()) return tiled.error();
-  if (*tiled) {
+  Result<AttentionImpl> chosen = Choose(impl, hd, {dout, q, k, v});
+  if (!chosen.ok()) return chosen.error();
+  if (*chosen == AttentionImpl::kMma) {
+    return mma_attention::Backward(ctx, dq, dk, dv, dout, q, k, v, lse, d_scratch, lo, b, t, nh, hd,
+                                   scale);
+  }
+  if (*chosen == AttentionImpl::kTiled) {
     return hd == 64 ? TiledBackward<64>(ctx, dq, dk, dv, dout, q, k, v, lse, d_scratch, lo, b, t,
                                         nh, scale)
                     : TiledBackward<128>(ctx, dq, dk, dv, dout, q, k, v, lse, d_scratch, lo, b, t,

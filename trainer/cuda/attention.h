@@ -6,6 +6,9 @@
 // kernels are built on: a query tile's keys are one contiguous range, and the keys a key tile
 // serves end where lo passes the tile (REQUIRES: lo non-decreasing within each sequence).
 //
+// A second set of kernels keeps scores and accumulators in mma.sync registers instead
+// (attention_mma.h, AttentionImpl::kMma); same masks, outputs and determinism.
+//
 // Method, and why not cuDNN: cuDNN 9's SDPA (graph API) handles causal and sliding-band masks,
 // but document masking needs a per-query lower bound that its masks cannot express without a
 // full (T, T) bias tensor (34 GB at r18's T = 65,536). So attention is our own flash-style
@@ -21,6 +24,7 @@
 
 #include <cstdint>
 
+#include "trainer/config/attention_impl.h"
 #include "trainer/config/result.h"
 #include "trainer/cpu/attention.h"
 #include "trainer/cuda/cuda_context.h"
@@ -29,8 +33,10 @@
 namespace ablate::cuda {
 
 // kAuto: the tiled kernels when head_dim is 64 or 128 and every tensor is 16-byte aligned, the
-// warp-per-query kernels otherwise. kTiled fails for other shapes; kWarp always works.
-enum class AttentionImpl { kAuto, kTiled, kWarp };
+// warp-per-query kernels otherwise. kTiled and kMma fail for other shapes; kWarp always works.
+// kMma (attention_mma.h) is not kAuto's choice until it has passed the gpu tests on a GPU
+// (bench/trainer_gpu/NOTES.md).
+using ablate::AttentionImpl;
 
 // out (B, T, NH, HD) = softmax(scale · q kᵀ over keys [lo, t]) v; lse (B, NH, T) natural-log
 // log-sum-exp of the scaled scores. q, k, v, out (B, T, NH, HD) bf16; lo (B, T).

@@ -230,6 +230,7 @@ Result<std::unique_ptr<Engine>> MakeCudaEngine(const RunPlan& plan, Communicator
   Result<std::unique_ptr<Gpt>> gpt =
       Gpt::Create(**ctx, plan.model, plan.micro_batch, plan.model.seq_len);
   if (!gpt.ok()) return gpt.error();
+  (*gpt)->set_attention(plan.attention);
   std::unique_ptr<Engine> engine(
       new CudaEngine(std::move(ctx).value(), std::move(gpt).value(), plan.optim, comm));
   return engine;

@@ -371,7 +371,7 @@ Status Gpt::AttentionForward(int64_t i, LayerActs& a) {
   ABLATE_RETURN_IF_ERROR(rope_forward<bf16>(ctx_, a.q, q_in, rope_, b_, t_, nh, hd));
   ABLATE_RETURN_IF_ERROR(rope_forward<bf16>(ctx_, a.k, k_in, rope_, b_, t_, nh, hd));
   ABLATE_RETURN_IF_ERROR(attention_forward(ctx_, a.att, a.lse, a.q, a.k, a.v, a.lo, b_, t_, nh, hd,
-                                           float(m_.AttentionScale())));
+                                           float(m_.AttentionScale()), attention_));
   ABLATE_RETURN_IF_ERROR(CopyDevice(a.attn_out, a.x_in, n_ * c));
   ABLATE_RETURN_IF_ERROR(
       matmul_forward<float>(ctx_, a.attn_out, a.att, W(o.proj), n_, c, c, Output::kAdd));

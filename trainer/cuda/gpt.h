@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/config/attention_impl.h"
 #include "trainer/config/result.h"
 #include "trainer/cuda/cuda_context.h"
 #include "trainer/cuda/cuda_event.h"
@@ -68,6 +69,9 @@ class Gpt {
   // that point of the stream on, nothing writes block i's gradients again in this backward.
   // Lets the engine start reducing them while the backward goes on. Empty: none.
   void SetBlockGradsHook(std::function<Status(int64_t)> hook) { block_hook_ = std::move(hook); }
+  // Which attention kernels Forward and ForwardBackward run (attention.h); kAuto until set. A
+  // choice the shape cannot take fails the next Forward with attention's Error.
+  void set_attention(AttentionImpl impl) { attention_ = impl; }
   // The loss accumulator (waits for the device), then resets it to 0.
   Result<float> TakeLoss();
   // Queues: dst (1 float, device) ← the loss accumulator, then the accumulator ← 0. No wait.
@@ -162,6 +166,7 @@ class Gpt {
   float* d_rows_ = nullptr;    // (B, NH, T) attention's rowsum(dout ⊙ out)
   std::vector<float*> dskip_;  // (L/2) × (BT, C)
   std::function<Status(int64_t)> block_hook_;
+  AttentionImpl attention_ = AttentionImpl::kAuto;
 };
 
 }  // namespace ablate::cuda

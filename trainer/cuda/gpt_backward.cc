@@ -79,7 +79,7 @@ Status Gpt::AttentionBackward(int64_t i, LayerActs& a) {
                                                c, c, Output::kOverwrite));
   ABLATE_RETURN_IF_ERROR(attention_backward(ctx_, dq_, dk_, dv_, datt_, a.q, a.k, a.v, a.att, a.lse,
                                             a.lo, d_rows_, b_, t_, nh, hd,
-                                            float(m_.AttentionScale())));
+                                            float(m_.AttentionScale()), attention_));
   ABLATE_RETURN_IF_ERROR(rope_backward<float>(ctx_, dq_, dq_, rope_, b_, t_, nh, hd));
   ABLATE_RETURN_IF_ERROR(rope_backward<float>(ctx_, dk_, dk_, rope_, b_, t_, nh, hd));
   const float* dq_raw = dq_;

@@ -7,7 +7,11 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <string>
 
+#include "trainer/config/result.h"
+#include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/cuda_context.h"
 #include "trainer/cuda/dtype.h"
 
 namespace ablate::cuda::kernel {
@@ -24,6 +28,21 @@ __device__ __forceinline__ float FromFloat<float>(float x) {
 template <>
 __device__ __forceinline__ bf16 FromFloat<bf16>(float x) {
   return __float2bfloat16(x);  // round to nearest even
+}
+
+// Grants `kernel` `bytes` of dynamic shared memory (above the 48 KB default); an Error naming
+// `what` when the device allows less per block.
+template <class Kernel>
+Status AllowDynamicSmem(CudaContext& ctx, Kernel kernel, int bytes, const char* what) {
+  if (bytes > ctx.device().max_shared_per_block) {
+    return Error{std::string(what) + " needs " + std::to_string(bytes) +
+                     " bytes of shared memory per block; " + ctx.device().name + " allows " +
+                     std::to_string(ctx.device().max_shared_per_block),
+                 ""};
+  }
+  ABLATE_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  return {};
 }
 
 // Blocks for a grid-stride loop over n elements: enough to fill any GPU, never more than needed.

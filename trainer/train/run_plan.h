@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/thread_annotations.h"
+#include "trainer/config/attention_impl.h"
 #include "trainer/model/model_config.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/train/trainer.h"
@@ -62,6 +63,8 @@ struct RunPlan {
   std::vector<int> devices = {0};
   int first_rank = 0;
   int DeviceOf(int rank) const { return devices.at(size_t(rank - first_rank)); }
+  // Backend cuda: which attention kernels (trainer/config/attention_impl.h); a speed choice only.
+  AttentionImpl attention = AttentionImpl::kAuto;
   const std::atomic<bool>* stop = nullptr;
   int steps_in_flight = -1;      // TrainOptions::steps_in_flight
   std::string config_hash = "";
