@@ -302,7 +302,8 @@ all_phases() {
     grep -hE ' micro-steps, attention |ms/step|tok/s|MFU|^torch|^exit' "$OUT/torch.log" 2>/dev/null |
       cut -c1-160
     grep -hE '^== |exit|"event":"end"' "$OUT/e2e.log" 2>/dev/null | cut -c1-200
-    grep -hE '^  attention (fwd|bwd) |^  mma vs tiled|^exit' "$OUT/ops.log" 2>/dev/null | cut -c1-200
+    grep -hE '^  attention (fwd|bwd) |^  mma vs tiled|^micro-step from the table|sum so far|^exit' \
+      "$OUT/ops.log" 2>/dev/null | cut -c1-200
   } >> "$OUT/summary.txt"
   echo "==== summary ($OUT/summary.txt)"
   cat "$OUT/summary.txt"

@@ -1,0 +1,183 @@
+// The per-op table's rows for the model's edges (op_rows.h): a micro-batch's staging, the
+// embedding gathers and their backward, and the chunked head with its loss.
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "bench/trainer_gpu/op_rows.h"
+#include "trainer/cpu/attention.h"
+#include "trainer/cuda/embedding.h"
+#include "trainer/cuda/softcap_cross_entropy.h"
+
+namespace ablate::cuda::gpu_bench {
+namespace {
+
+// The inputs (B, T) of tokens (B, T + 1).
+std::vector<int32_t> Inputs(const std::vector<int32_t>& tokens, int64_t b, int64_t t) {
+  std::vector<int32_t> in(static_cast<size_t>(b * t));
+  for (int64_t bi = 0; bi < b; ++bi) {
+    for (int64_t ti = 0; ti < t; ++ti) in[size_t(bi * t + ti)] = tokens[size_t(bi * (t + 1) + ti)];
+  }
+  return in;
+}
+
+// n ids below `vocab` with p(rank r) ∝ 1 / (r + 2.7), ranks shuffled over the ids: roughly a
+// GPT-2 token stream of real text (the commonest id ~4 % of the tokens; the step's ids are
+// uniform, ~1.3 per distinct id).
+std::vector<int32_t> ZipfIds(int64_t n, int64_t vocab, uint32_t seed) {
+  std::vector<double> w(static_cast<size_t>(vocab));
+  for (size_t r = 0; r < w.size(); ++r) w[r] = 1.0 / (double(r) + 2.7);
+  std::discrete_distribution<int32_t> rank(w.begin(), w.end());
+  std::vector<int32_t> id_of(w.size());
+  for (size_t r = 0; r < id_of.size(); ++r) id_of[r] = int32_t(r);
+  std::mt19937 rng(seed);
+  std::shuffle(id_of.begin(), id_of.end(), rng);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int32_t& id : ids) id = id_of[size_t(rank(rng))];
+  return ids;
+}
+
+// embedding_backward with the plan of `ids` (BuildEmbeddingPlan, as Gpt::Stage builds it).
+void EmbeddingBackwardRow(CudaContext& ctx, OpTable& table, const std::string& name,
+                          const std::vector<int32_t>& ids, float* dtable, const float* dout,
+                          int64_t c, PerStep per) {
+  int64_t n = int64_t(ids.size());
+  EmbeddingPlan plan = BuildEmbeddingPlan(ids.data(), n);
+  int64_t u = int64_t(plan.ids.size());
+  DeviceBuffer<int32_t> d_ids = Buffer<int32_t>(u, "plan ids"),
+                        offsets = Buffer<int32_t>(u + 1, "plan offsets"),
+                        positions = Buffer<int32_t>(n, "plan positions");
+  Check(ctx.ToDevice(d_ids.get(), plan.ids.data(), u * 4), "plan ids");
+  Check(ctx.ToDevice(offsets.get(), plan.offsets.data(), (u + 1) * 4), "plan offsets");
+  Check(ctx.ToDevice(positions.get(), plan.positions.data(), n * 4), "plan positions");
+  DeviceEmbeddingPlan dp{d_ids.get(), offsets.get(), positions.get(), u};
+  // dout's rows, each distinct id's table row read and written, and the plan.
+  double bytes = double(n) * double(c) * 4 + double(u) * double(c) * 8 + double(2 * u + 1 + n) * 4;
+  MemRow(ctx, table, name + " (" + std::to_string(u) + " ids)", bytes, per,
+         [&] { return embedding_backward(ctx, dtable, dout, dp, c); });
+}
+
+// One Gpt::Stage of `tokens` into pinned `h` and device `d` (both 5N + 1 + N per distinct window),
+// through the copies' completion.
+Status StageOnce(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t>& tokens,
+                 const std::vector<int64_t>& distinct, int32_t* h, int32_t* d) {
+  int64_t n = s.b * s.t, tp1 = s.t + 1, slots = int64_t(distinct.size());
+  for (int64_t bi = 0; bi < s.b; ++bi) {
+    for (int64_t ti = 0; ti < s.t; ++ti) {
+      h[bi * s.t + ti] = tokens[size_t(bi * tp1 + ti)];
+      h[n + bi * s.t + ti] = tokens[size_t(bi * tp1 + ti + 1)];
+    }
+  }
+  ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d, h, 2 * n * 4));
+  EmbeddingPlan plan = BuildEmbeddingPlan(h, n);
+  int64_t u = int64_t(plan.ids.size());
+  std::copy(plan.ids.begin(), plan.ids.end(), h + 2 * n);
+  std::copy(plan.positions.begin(), plan.positions.end(), h + 3 * n);
+  std::copy(plan.offsets.begin(), plan.offsets.end(), h + 4 * n);
+  ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d + 2 * n, h + 2 * n, u * 4));
+  ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d + 3 * n, h + 3 * n, n * 4));
+  ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d + 4 * n, h + 4 * n, (u + 1) * 4));
+  for (int64_t w = 0; w < slots; ++w) {
+    int32_t* lo = h + 5 * n + 1 + w * n;
+    cpu::AttentionMask mask{s.m.doc_masking, s.m.bos_token, distinct[size_t(w)],
+                            s.m.window.block_tokens};
+    cpu::attention_key_start(lo, tokens.data(), tp1, s.b, s.t, mask);
+    ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d + (lo - h), lo, n * 4));
+  }
+  return ctx.Synchronize();
+}
+
+}  // namespace
+
+void BenchEmbedding(CudaContext& ctx, OpTable& table, const StepSetup& s, const LayerCounts& k,
+                    const std::vector<int32_t>& tokens) {
+  int64_t n = s.b * s.t, c = s.m.model_dim, rows = s.m.embed_vocab_size;
+  std::vector<int32_t> inputs = Inputs(tokens, s.b, s.t);
+  DeviceBuffer<float> weights = Filled<float>(ctx, rows * c, 51, "table"),
+                      dtable = Filled<float>(ctx, rows * c, 52, "dtable"),
+                      out = Buffer<float>(n * c, "rows"),
+                      dout = Filled<float>(ctx, n * c, 53, "dout");
+  DeviceBuffer<int32_t> idx = Buffer<int32_t>(n, "ids");
+  Check(ctx.ToDevice(idx.get(), inputs.data(), n * 4), "ids");
+  // EmbedForward; each value-embedding layer's rows in ValueMixForward and again in
+  // ValueMixBackward.
+  MemRow(ctx, table, "embedding fwd (N,C) fp32 gather", double(n) * double(c) * 8 + double(n) * 4,
+         {1 + 2 * k.ve},
+         [&] { return embedding_forward(ctx, out.get(), weights.get(), idx.get(), n, c); });
+  // EmbedBackward and each value-embedding layer's ValueMixBackward.
+  EmbeddingBackwardRow(ctx, table, "embedding bwd, the step's ids", inputs, dtable.get(),
+                       dout.get(), c, {1 + k.ve});
+  EmbeddingBackwardRow(ctx, table, "embedding bwd, Zipf-like ids", ZipfIds(n, rows, 54),
+                       dtable.get(), dout.get(), c,
+                       {1 + k.ve, "text-like ids; the step's are uniform"});
+}
+
+// Gpt::Stage's work for one micro-batch (trainer/cuda/gpt.cc), done the same way: inputs and
+// targets split into pinned memory, the embedding-backward plan built on the host, a key-start
+// row per distinct window, each copied to the device. The median wall ms until the copies are
+// done: in the timed micro-step (PrintPhases) the GPU waits for this before its first kernel;
+// in the training loop the host stages the next micro-batch while the GPU runs this one.
+void BenchStaging(CudaContext& ctx, OpTable& table, const StepSetup& s,
+                  const std::vector<int32_t>& tokens, const std::vector<int64_t>& windows) {
+  int64_t n = s.b * s.t;
+  std::vector<int64_t> distinct = AttentionWindows(s.m, windows);
+  int64_t slots = int64_t(distinct.size());
+  PinnedBuffer<int32_t> host;
+  Check(host.Allocate(5 * n + 1 + slots * n, "staging"), "staging");
+  DeviceBuffer<int32_t> dev = Buffer<int32_t>(5 * n + 1 + slots * n, "staged inputs");
+  auto stage = [&] { return StageOnce(ctx, s, tokens, distinct, host.get(), dev.get()); };
+  std::vector<double> ms;
+  Status st = stage();  // warm-up
+  for (int i = 0; i < 5 && st.ok(); ++i) {
+    Clock::time_point t0 = Clock::now();
+    st = stage();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  Result<double> median = st.ok() ? Result<double>(ms[ms.size() / 2]) : Result<double>(st.error());
+  table.TryAdd("staging: host work + H2D (Gpt::Stage)", median, 0, 0, {1});
+}
+
+// Rows of one chunk of the head, as gpt.cc's HeadChunkRows: 1536 MiB of fp32 logits and bf16
+// dlogits per chunk.
+int64_t HeadChunkRows(int64_t n, int64_t v) {
+  constexpr int64_t kHeadChunkBytes = int64_t(1536) << 20;
+  int64_t rows = std::max<int64_t>(64, kHeadChunkBytes / (v * 6) / 64 * 64);
+  return std::min(rows, n);
+}
+
+void BenchHead(CudaContext& ctx, OpTable& table, const StepSetup& s) {
+  int64_t n = s.b * s.t, c = s.m.model_dim, v = s.m.vocab_size;
+  int64_t rows = HeadChunkRows(n, v), chunks = (n + rows - 1) / rows;
+  DeviceBuffer<bf16> x = Filled<bf16>(ctx, n * c, 31, "x"), w = Filled<bf16>(ctx, v * c, 32, "w"),
+                     dlogits = Buffer<bf16>(rows * v, "dlogits");
+  DeviceBuffer<float> logits = Filled<float>(ctx, rows * v, 33, "logits"),
+                      losses = Buffer<float>(n, "l"), dx = Buffer<float>(n * c, "dx"),
+                      dw = Filled<float>(ctx, v * c, 34, "dw");
+  DeviceBuffer<int32_t> targets = Buffer<int32_t>(n, "targets");
+  DeviceBuffer<double> acc = Buffer<double>(1, "loss accumulator");
+  std::vector<int32_t> host_targets = Tokens(n, v, 0, 33);
+  Check(ctx.ToDevice(targets.get(), host_targets.data(), n * 4), "targets");
+  LmHeadScratch scratch{logits.get(), dlogits.get(), rows};
+  table.TryAdd("classifier (rows, V) fused fwd+bwd",
+               TryDeviceMs(ctx, 2, 10,
+                           [&] {
+                             return softcap_cross_entropy_forward(ctx, losses.get(), dlogits.get(),
+                                                                  logits.get(), targets.get(), rows,
+                                                                  v, s.m.softcap, 1.f / n);
+                           }),
+               0, double(rows) * v * 10, {int(chunks), "inside the whole head's row"});
+  table.TryAdd("whole head fwd+bwd (N rows, chunked)",
+               TryDeviceMs(ctx, 1, 5,
+                           [&] {
+                             return lm_head_forward_backward(ctx, losses.get(), dx.get(), dw.get(),
+                                                             x.get(), w.get(), targets.get(), n, c,
+                                                             v, s.m.softcap, 1.f / n, scratch);
+                           }),
+               6.0 * n * c * v, 0, {1});
+  // HeadForward.
+  MemRow(ctx, table, "loss_accumulate (N) fp32", double(n) * 4, {1},
+         [&] { return loss_accumulate(ctx, acc.get(), losses.get(), n, 1); });
+}
+
+}  // namespace ablate::cuda::gpu_bench
