@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/trainer/emulated/gpu_emulator.h"
@@ -74,22 +75,34 @@ struct Case {
   int64_t doc_every;  // a BOS every this many tokens (0: none but position 0)
 };
 
-class MmaAttentionEmulated : public ::testing::TestWithParam<Case> {};
+// Each case twice: cp.async copies landing at once with warp 0 running ahead (a stage
+// reloaded while another warp reads it shows), and copies landing as late as the waits allow
+// with the warps in near lockstep (a stage read before its wait shows).
+constexpr emulated::EmulationMode kRunAhead{emulated::CopyLanding::kAtIssue,
+                                            emulated::Schedule::kLowestFirst};
+constexpr emulated::EmulationMode kLateCopies{emulated::CopyLanding::kAtWait,
+                                              emulated::Schedule::kRoundRobin};
+
+class MmaAttentionEmulated
+    : public ::testing::TestWithParam<std::tuple<Case, emulated::EmulationMode>> {};
 
 // Runs the forward and backward kernels for head_dim HD on the emulator.
 template <int HD>
-void RunKernels(const Case& c, int64_t b, int64_t nh, float scale, const std::vector<bf16>& q,
-                const std::vector<bf16>& k, const std::vector<bf16>& v,
+void RunKernels(const Case& c, emulated::EmulationMode mode, int64_t b, int64_t nh, float scale,
+                const std::vector<bf16>& q, const std::vector<bf16>& k, const std::vector<bf16>& v,
                 const std::vector<bf16>& dout, const std::vector<int32_t>& lo,
                 std::vector<bf16>& out, std::vector<float>& lse, std::vector<float>& dq,
                 std::vector<float>& dk, std::vector<float>& dv) {
   int64_t t = c.t;
   dim3 grid(unsigned((t + mma::kRows - 1) / mma::kRows), unsigned(nh), unsigned(b));
   float scale2 = scale * mma::kLog2e;
-  std::string error = Launch(grid, mma::kThreads, mma::kForwardBytes<HD>, [&] {
-    mma::MmaForwardKernel<HD, P>(out.data(), lse.data(), q.data(), k.data(), v.data(), lo.data(), t,
-                                 nh, scale2);
-  });
+  std::string error = Launch(
+      grid, mma::kThreads, mma::kForwardBytes<HD>,
+      [&] {
+        mma::MmaForwardKernel<HD, P>(out.data(), lse.data(), q.data(), k.data(), v.data(),
+                                     lo.data(), t, nh, scale2);
+      },
+      mode);
   ASSERT_EQ(error, "") << "forward";
   // d = rowsum(dout ⊙ out) (B, NH, T), as attention.cu's RowDotKernel computes it.
   std::vector<float> d(size_t(b * nh * t));
@@ -102,21 +115,28 @@ void RunKernels(const Case& c, int64_t b, int64_t nh, float scale, const std::ve
     int64_t hi = row % nh, bt = row / nh;
     d[size_t(((bt / t) * nh + hi) * t + bt % t)] = s;
   }
-  error = Launch(grid, mma::kThreads, mma::kDkvBytes<HD>, [&] {
-    mma::MmaBackwardDkvKernel<HD, P>(dk.data(), dv.data(), dout.data(), q.data(), k.data(),
-                                     v.data(), lse.data(), d.data(), lo.data(), t, nh, scale,
-                                     scale2);
-  });
+  error = Launch(
+      grid, mma::kThreads, mma::kDkvBytes<HD>,
+      [&] {
+        mma::MmaBackwardDkvKernel<HD, P>(dk.data(), dv.data(), dout.data(), q.data(), k.data(),
+                                         v.data(), lse.data(), d.data(), lo.data(), t, nh, scale,
+                                         scale2);
+      },
+      mode);
   ASSERT_EQ(error, "") << "dk/dv";
-  error = Launch(grid, mma::kThreads, mma::kDqBytes<HD>, [&] {
-    mma::MmaBackwardDqKernel<HD, P>(dq.data(), dout.data(), q.data(), k.data(), v.data(),
-                                    lse.data(), d.data(), lo.data(), t, nh, scale, scale2);
-  });
+  error = Launch(
+      grid, mma::kThreads, mma::kDqBytes<HD>,
+      [&] {
+        mma::MmaBackwardDqKernel<HD, P>(dq.data(), dout.data(), q.data(), k.data(), v.data(),
+                                        lse.data(), d.data(), lo.data(), t, nh, scale, scale2);
+      },
+      mode);
   ASSERT_EQ(error, "") << "dq";
 }
 
 TEST_P(MmaAttentionEmulated, ForwardAndBackwardMatchCpu) {
-  const Case& c = GetParam();
+  const Case& c = std::get<0>(GetParam());
+  const emulated::EmulationMode mode = std::get<1>(GetParam());
   const int64_t b = 2, nh = 2, t = c.t, hd = c.hd, n = b * t * nh * hd;
   const float scale = 0.12f;
   std::random_device seed_source;
@@ -137,9 +157,9 @@ TEST_P(MmaAttentionEmulated, ForwardAndBackwardMatchCpu) {
   std::vector<float> lse(size_t(b * nh * t), NAN), dq(size_t(n), NAN), dk(size_t(n), NAN),
       dv(size_t(n), NAN);
   if (hd == 64) {
-    RunKernels<64>(c, b, nh, scale, q16, k16, v16, dout16, lo, out16, lse, dq, dk, dv);
+    RunKernels<64>(c, mode, b, nh, scale, q16, k16, v16, dout16, lo, out16, lse, dq, dk, dv);
   } else {
-    RunKernels<128>(c, b, nh, scale, q16, k16, v16, dout16, lo, out16, lse, dq, dk, dv);
+    RunKernels<128>(c, mode, b, nh, scale, q16, k16, v16, dout16, lo, out16, lse, dq, dk, dv);
   }
   if (HasFatalFailure()) return;
 
@@ -172,18 +192,23 @@ cpu::AttentionMask DocsAndWindow(int64_t blocks, int64_t block_tokens) {
 
 INSTANTIATE_TEST_SUITE_P(
     Masks, MmaAttentionEmulated,
-    ::testing::Values(
-        // 200 rows: three full query blocks and a partial one; key tiles at unaligned starts.
-        Case{"hd128_causal", 128, Causal(), 200, 0}, Case{"hd128_docs", 128, Docs(), 200, 37},
-        Case{"hd128_window", 128, Window(2, 48), 200, 0},
-        Case{"hd128_diagonal_block", 128, Window(1, 64), 200, 0},
-        Case{"hd128_docs_window", 128, DocsAndWindow(3, 16), 200, 37},
-        // Long documents and wide windows: tiles wholly visible, the unmasked path.
-        Case{"hd128_long_docs_blocks", 128, DocsAndWindow(2, 64), 330, 150},
-        Case{"hd64_causal", 64, Causal(), 200, 0},
-        Case{"hd64_docs_window", 64, DocsAndWindow(3, 16), 200, 37},
-        Case{"hd64_short", 64, Causal(), 10, 0}),
-    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+    ::testing::Combine(
+        ::testing::Values(
+            // 200 rows: three full query blocks and a partial one; key tiles at unaligned starts.
+            Case{"hd128_causal", 128, Causal(), 200, 0}, Case{"hd128_docs", 128, Docs(), 200, 37},
+            Case{"hd128_window", 128, Window(2, 48), 200, 0},
+            Case{"hd128_diagonal_block", 128, Window(1, 64), 200, 0},
+            Case{"hd128_docs_window", 128, DocsAndWindow(3, 16), 200, 37},
+            // Long documents and wide windows: tiles wholly visible, the unmasked path.
+            Case{"hd128_long_docs_blocks", 128, DocsAndWindow(2, 64), 330, 150},
+            Case{"hd64_causal", 64, Causal(), 200, 0},
+            Case{"hd64_docs_window", 64, DocsAndWindow(3, 16), 200, 37},
+            Case{"hd64_short", 64, Causal(), 10, 0}),
+        ::testing::Values(kRunAhead, kLateCopies)),
+    [](const ::testing::TestParamInfo<std::tuple<Case, emulated::EmulationMode>>& info) {
+      bool ahead = std::get<1>(info.param).schedule == emulated::Schedule::kLowestFirst;
+      return std::get<0>(info.param).name + (ahead ? "_run_ahead" : "_late_copies");
+    });
 
 // The dK/dV kernel's count of query tiles takes several rounds of 128 tiles when nothing but
 // causality bounds them (T > 8192 without documents or windows: too long to emulate whole).

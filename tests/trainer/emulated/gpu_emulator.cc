@@ -42,6 +42,14 @@ class OwnStack {
   char* base_;
 };
 
+// A cp.async copy not landed yet: its bytes (read at issue: sources are kernel inputs) and
+// where they go.
+struct PendingCopy {
+  void* dst;
+  unsigned char bytes[16];
+  int size;
+};
+
 struct Fiber {
   ctx::fiber handle;     // the suspended fiber (empty while it runs, and once it is done)
   ctx::fiber scheduler;  // while it runs: where it suspends to
@@ -50,6 +58,8 @@ struct Fiber {
   bool done = false;
   const Barrier* waiting = nullptr;  // and the generation it waits to end
   uint64_t waiting_generation = 0;
+  std::vector<PendingCopy> open;                 // issued since the last commit
+  std::vector<std::vector<PendingCopy>> groups;  // committed, oldest first, not landed
 };
 
 // What one warp's lanes publish for a collective. Two sets, used by alternate collectives
@@ -79,6 +89,7 @@ struct Block {
   int current = 0;
   Barrier barrier;
   std::vector<Warp> warps;
+  EmulationMode mode;
   std::string error;  // the first misuse seen
 };
 
@@ -166,6 +177,8 @@ bool RunBlock(Block& block) {
   for (Fiber& f : block.fibers) {
     f.done = false;
     f.waiting = nullptr;
+    f.open.clear();
+    f.groups.clear();
     Fiber* self = &f;
     f.handle =
         ctx::fiber(std::allocator_arg, OwnStack(f.stack.get()), [self](ctx::fiber&& scheduler) {
@@ -184,6 +197,7 @@ bool RunBlock(Block& block) {
       ran = true;
       block.current = int(i);
       f.handle = std::move(f.handle).resume();
+      if (block.mode.schedule == Schedule::kLowestFirst) break;  // scan again from thread 0
     }
     if (!ran) {
       bool finished = std::all_of(block.fibers.begin(), block.fibers.end(),
@@ -197,7 +211,8 @@ bool RunBlock(Block& block) {
 
 }  // namespace
 
-std::string Launch(dim3 grid, int threads, int smem_bytes, const std::function<void()>& kernel) {
+std::string Launch(dim3 grid, int threads, int smem_bytes, const std::function<void()>& kernel,
+                   EmulationMode mode) {
   if (threads <= 0 || threads % kLanes != 0) return "threads must be a positive multiple of 32";
   Block block;
   block.threads = threads;
@@ -206,6 +221,7 @@ std::string Launch(dim3 grid, int threads, int smem_bytes, const std::function<v
   uintptr_t base = reinterpret_cast<uintptr_t>(smem.data());
   block.smem = smem.data() + (128 - base % 128) % 128;  // 128-byte aligned, as the GPU's
   block.kernel = &kernel;
+  block.mode = mode;
   block.fibers.resize(size_t(threads));
   for (int i = 0; i < threads; ++i) {
     block.fibers[size_t(i)].thread = i;
@@ -248,24 +264,49 @@ float EmulatedPrimitives::ShflXor(float v, int lane_mask) {
   return s.value[lane ^ lane_mask];
 }
 
+namespace {
+
+void Issue(void* dst, const void* src, bool valid, int size) {
+  PendingCopy copy{dst, {}, size};
+  if (valid) std::memcpy(copy.bytes, src, size_t(size));  // else zeros
+  if (g_block->mode.landing == CopyLanding::kAtIssue) {
+    std::memcpy(dst, copy.bytes, size_t(size));
+  } else {
+    Me().open.push_back(copy);
+  }
+}
+
+// Lands the oldest committed groups until at most `keep` are pending.
+void Land(size_t keep) {
+  std::vector<std::vector<PendingCopy>>& groups = Me().groups;
+  size_t land = groups.size() > keep ? groups.size() - keep : 0;
+  for (size_t g = 0; g < land; ++g) {
+    for (const PendingCopy& c : groups[g]) std::memcpy(c.dst, c.bytes, size_t(c.size));
+  }
+  groups.erase(groups.begin(), groups.begin() + std::ptrdiff_t(land));
+}
+
+}  // namespace
+
 void EmulatedPrimitives::CpAsync16(void* dst, const void* src, bool valid) {
   CheckShared(dst, 16, "cp.async");
   if (valid && reinterpret_cast<uintptr_t>(src) % 16 != 0) Fail("cp.async: unaligned source");
-  if (valid) {
-    std::memcpy(dst, src, 16);
-  } else {
-    std::memset(dst, 0, 16);
-  }
+  Issue(dst, src, valid, 16);
 }
 
 void EmulatedPrimitives::CpAsync4(void* dst, const void* src, bool valid) {
   CheckShared(dst, 4, "cp.async");
-  if (valid) {
-    std::memcpy(dst, src, 4);
-  } else {
-    std::memset(dst, 0, 4);
-  }
+  Issue(dst, src, valid, 4);
 }
+
+void EmulatedPrimitives::Commit() {
+  Fiber& me = Me();
+  me.groups.push_back(std::move(me.open));
+  me.open.clear();
+}
+
+void EmulatedPrimitives::WaitAllButOne() { Land(1); }
+void EmulatedPrimitives::WaitAll() { Land(0); }
 
 void EmulatedPrimitives::Ldsm4(uint32_t (&r)[4], const __nv_bfloat16* p) { Ldsm(r, p, false); }
 void EmulatedPrimitives::Ldsm4T(uint32_t (&r)[4], const __nv_bfloat16* p) { Ldsm(r, p, true); }
