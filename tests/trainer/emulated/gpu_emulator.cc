@@ -5,6 +5,18 @@
 
 #include <algorithm>
 #include <boost/context/fiber.hpp>
+
+// AddressSanitizer follows the switches between fiber stacks only when told (its fiber API).
+#if defined(__SANITIZE_ADDRESS__)
+#define ABLATE_EMULATOR_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ABLATE_EMULATOR_ASAN 1
+#endif
+#endif
+#ifdef ABLATE_EMULATOR_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -81,6 +93,7 @@ struct Warp {
 
 struct Block {
   uint3 index;
+  bool aborting = false;  // a deadlock was found: every barrier lets its threads through
   int threads = 0;
   unsigned char* smem = nullptr;
   int smem_bytes = 0;
@@ -95,6 +108,26 @@ struct Block {
 
 Block* g_block = nullptr;
 
+// Tells AddressSanitizer about a switch to the stack [bottom, bottom + size) (nothing without
+// it). BeforeSwitch with fake == nullptr: the current fiber is ending.
+struct StackBounds {
+  const void* bottom = nullptr;
+  size_t size = 0;
+};
+StackBounds g_scheduler_stack;  // the launching thread's, learned by each fiber's first switch
+
+void BeforeSwitch([[maybe_unused]] void** fake, [[maybe_unused]] StackBounds to) {
+#ifdef ABLATE_EMULATOR_ASAN
+  __sanitizer_start_switch_fiber(fake, to.bottom, to.size);
+#endif
+}
+
+void AfterSwitch([[maybe_unused]] void* fake, [[maybe_unused]] StackBounds* from) {
+#ifdef ABLATE_EMULATOR_ASAN
+  __sanitizer_finish_switch_fiber(fake, &from->bottom, &from->size);
+#endif
+}
+
 Fiber& Me() { return g_block->fibers[size_t(g_block->current)]; }
 
 void Fail(const std::string& what) {
@@ -104,6 +137,8 @@ void Fail(const std::string& what) {
 // Arrives at `b` with `contribution` and returns once every thread of its scope has arrived;
 // `last` says whether this thread completed the round (it runs on before any other).
 int64_t Arrive(Barrier& b, int64_t contribution = 0, bool* last = nullptr) {
+  if (last != nullptr) *last = false;
+  if (g_block->aborting) return 0;
   uint64_t generation = b.generation;
   b.sum += contribution;
   if (++b.arrived == b.expected) {
@@ -117,9 +152,12 @@ int64_t Arrive(Barrier& b, int64_t contribution = 0, bool* last = nullptr) {
   Fiber& me = Me();
   me.waiting = &b;
   me.waiting_generation = generation;
+  void* fake = nullptr;
+  StackBounds from;
+  BeforeSwitch(&fake, g_scheduler_stack);
   me.scheduler = std::move(me.scheduler).resume();
+  AfterSwitch(fake, &from);
   me.waiting = nullptr;
-  if (last != nullptr) *last = false;
   return b.result;
 }
 
@@ -165,11 +203,24 @@ void Ldsm(uint32_t (&r)[4], const __nv_bfloat16* p, bool trans) {
   int lane = MyLane();
   s.address[lane] = p;
   Arrive(w.barrier);
+  if (g_block->aborting) {
+    r[0] = r[1] = r[2] = r[3] = 0;
+    return;
+  }
   int row = lane / 4, col = 2 * (lane % 4);
   for (int i = 0; i < 4; ++i) {
     const __nv_bfloat16* const* rows = s.address + 8 * i;  // row j of matrix i at rows[j]
     r[i] = trans ? PairOf(rows[col][row], rows[col + 1][row]) : PairAt(rows[row] + col);
   }
+}
+
+// Runs fiber f until it next suspends or ends.
+void Resume(Fiber& f) {
+  void* fake = nullptr;
+  StackBounds from;
+  BeforeSwitch(&fake, StackBounds{f.stack.get(), kStackBytes});
+  f.handle = std::move(f.handle).resume();
+  AfterSwitch(fake, &from);
 }
 
 // Runs one block to the end; false on a deadlock.
@@ -182,9 +233,11 @@ bool RunBlock(Block& block) {
     Fiber* self = &f;
     f.handle =
         ctx::fiber(std::allocator_arg, OwnStack(f.stack.get()), [self](ctx::fiber&& scheduler) {
+          AfterSwitch(nullptr, &g_scheduler_stack);
           self->scheduler = std::move(scheduler);
           (*g_block->kernel)();
           self->done = true;
+          BeforeSwitch(nullptr, g_scheduler_stack);
           return std::move(self->scheduler);
         });
   }
@@ -193,19 +246,21 @@ bool RunBlock(Block& block) {
     for (size_t i = 0; i < block.fibers.size(); ++i) {
       Fiber& f = block.fibers[i];
       if (f.done) continue;
-      if (f.waiting != nullptr && f.waiting->generation == f.waiting_generation) continue;
+      bool blocked = f.waiting != nullptr && f.waiting->generation == f.waiting_generation;
+      if (blocked && !block.aborting) continue;
       ran = true;
       block.current = int(i);
-      f.handle = std::move(f.handle).resume();
+      Resume(f);
       if (block.mode.schedule == Schedule::kLowestFirst) break;  // scan again from thread 0
     }
-    if (!ran) {
-      bool finished = std::all_of(block.fibers.begin(), block.fibers.end(),
-                                  [](const Fiber& f) { return f.done; });
-      // A deadlocked block's fibers are unwound (their frames hold nothing to release).
-      for (Fiber& f : block.fibers) f.handle = ctx::fiber();
-      return finished;
+    if (ran) continue;
+    if (std::all_of(block.fibers.begin(), block.fibers.end(),
+                    [](const Fiber& f) { return f.done; })) {
+      return !block.aborting;
     }
+    // A deadlock: every barrier now lets its threads through, so each thread runs to its end
+    // (collectives return without reading other lanes' slots); the launch reports it.
+    block.aborting = true;
   }
 }
 
@@ -236,6 +291,7 @@ std::string Launch(dim3 grid, int threads, int smem_bytes, const std::function<v
       for (unsigned x = 0; x < grid.x && error.empty(); ++x) {
         block.index = uint3{x, y, z};
         block.barrier = Barrier{threads};
+        block.aborting = false;
         for (Warp& w : block.warps) w.barrier = Barrier{kLanes};
         std::memset(block.smem, 0xAB, size_t(smem_bytes));  // stale bytes, never zeros
         std::string where = "block (" + std::to_string(x) + ", " + std::to_string(y) + ", " +
@@ -261,7 +317,7 @@ float EmulatedPrimitives::ShflXor(float v, int lane_mask) {
   int lane = MyLane();
   s.value[lane] = v;
   Arrive(w.barrier);
-  return s.value[lane ^ lane_mask];
+  return g_block->aborting ? v : s.value[lane ^ lane_mask];
 }
 
 namespace {
