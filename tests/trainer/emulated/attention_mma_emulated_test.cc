@@ -201,6 +201,8 @@ INSTANTIATE_TEST_SUITE_P(
             Case{"hd128_docs_window", 128, DocsAndWindow(3, 16), 200, 37},
             // Long documents and wide windows: tiles wholly visible, the unmasked path.
             Case{"hd128_long_docs_blocks", 128, DocsAndWindow(2, 64), 330, 150},
+            // T a multiple of 64, r20's 128-token blocks (one-block window: the diagonal only).
+            Case{"hd128_t256_one_block", 128, DocsAndWindow(1, 128), 256, 90},
             Case{"hd64_causal", 64, Causal(), 200, 0},
             Case{"hd64_docs_window", 64, DocsAndWindow(3, 16), 200, 37},
             Case{"hd64_short", 64, Causal(), 10, 0}),
