@@ -25,6 +25,7 @@ namespace ablate {
 namespace {
 
 using J = nlohmann::json;
+using cuda::AttentionImpl;
 
 // 4 layers of d 64 (2 heads of 32: the warp attention kernels), vocab 96, 2 × 80 tokens.
 J TinyBase() {
@@ -37,6 +38,7 @@ J TinyBase() {
 struct KnobCase {
   std::string name;
   J overrides;
+  AttentionImpl attention = AttentionImpl::kAuto;
 };
 
 double Norm(const std::vector<float>& v, int64_t off, int64_t n) {
@@ -100,6 +102,7 @@ TEST_P(CudaModel, LossAndGradientsMatchCpu) {
   Result<std::unique_ptr<cuda::Gpt>> made = cuda::Gpt::Create(ctx(), m, b, t);
   ASSERT_TRUE(made.ok()) << made.error().message;
   cuda::Gpt& gpu = **made;
+  gpu.set_attention(GetParam().attention);
   ASSERT_TRUE(gpu.SetParams(params.data()).ok());
   ASSERT_TRUE(gpu.Forward(tokens.data(), windows, 1).ok());
   Result<float> eval_loss = gpu.TakeLoss();
@@ -140,6 +143,29 @@ TEST_P(CudaModel, LossAndGradientsMatchCpu) {
     std::cout << "over 0.1: worst gpu/envelope " << worst_ratio << " " << worst << "\n";
 }
 
+// r20's knobs at test size; head_dim 64 takes the tiled (or mma) attention kernels.
+J R20Stack() {
+  return {{"embed_shortcut", true},
+          {"unet_skips", true},
+          {"value_embeds", 2},
+          {"merged_qkv", true},
+          {"rope", "half_truncated"},
+          {"attn_window", "sliding"},
+          {"window.block_tokens", 16},
+          {"window.start_tokens", 0},
+          {"window.end_tokens", 64},
+          {"window.rounding", "ceil"},
+          {"long_short_windows", true},
+          {"doc_masking", true},
+          {"skip_attn_layers", {2}},
+          {"attn_scale", 0.12},
+          {"logit_softcap", 30.0},
+          {"softcap_kind", "sigmoid"},
+          {"embed_vocab_size", 90},
+          {"n_head", 1},
+          {"head_dim", 64}};
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Knobs, CudaModel,
     ::testing::Values(
@@ -176,37 +202,22 @@ INSTANTIATE_TEST_SUITE_P(
         KnobCase{"skip_attn", {{"skip_attn_layers", {1, 2}}}},
         KnobCase{"embed_vocab", {{"embed_vocab_size", 90}}},
         // An odd vocabulary: the head's logits and dlogits have odd leading dimensions.
-        KnobCase{"odd_vocab", {{"vocab_size", 97}}},
-        KnobCase{"r20_stack",
-                 {{"embed_shortcut", true},
-                  {"unet_skips", true},
-                  {"value_embeds", 2},
-                  {"merged_qkv", true},
-                  {"rope", "half_truncated"},
-                  {"attn_window", "sliding"},
-                  {"window.block_tokens", 16},
-                  {"window.start_tokens", 0},
-                  {"window.end_tokens", 64},
-                  {"window.rounding", "ceil"},
-                  {"long_short_windows", true},
-                  {"doc_masking", true},
-                  {"skip_attn_layers", {2}},
-                  {"attn_scale", 0.12},
-                  {"logit_softcap", 30.0},
-                  {"softcap_kind", "sigmoid"},
-                  {"embed_vocab_size", 90},
-                  {"n_head", 1},
-                  {"head_dim", 64}}}),
+        KnobCase{"odd_vocab", {{"vocab_size", 97}}}, KnobCase{"r20_stack", R20Stack()},
+        // The same through the mma attention kernels (head_dim 64), the whole model's check of
+        // them before kAuto may choose them.
+        KnobCase{"r20_stack_mma", R20Stack(), AttentionImpl::kMma}),
     [](const ::testing::TestParamInfo<KnobCase>& info) { return info.param.name; });
 
 // 50 steps of an r20-like stack through Train() on each backend, from the same seed and data:
 // the two loss curves stay together.
 class CudaTraining : public testing::CudaTest {};
 
-std::vector<J> RunTrain(const J& config, Backend backend, const testing::TempDir& dir) {
+std::vector<J> RunTrain(const J& config, Backend backend, const testing::TempDir& dir,
+                        AttentionImpl attention = AttentionImpl::kAuto) {
   TrainOptions o;
   o.backend = backend;
   o.threads = 2;
+  o.attention = attention;
   return testing::TrainEvents(config, o, dir);
 }
 
@@ -253,28 +264,15 @@ std::vector<double> DriftEnvelope(const std::vector<double>& a, const std::vecto
 // gradients), with a floor for the steps where the envelope is tiny; a wrong op moves the curve
 // by far more than rounding noise does. The first GPU session reads the printed ratios
 // (gpu drift / envelope) in the log and tightens kNoiseFactor to what it saw.
-TEST_F(CudaTraining, FiftyStepTrajectoryStaysCloseToCpu) {
-  constexpr double kNoiseFactor = 4.0, kFloor = 1e-2;
-  testing::TempDir dir;
-  testing::WriteShards(dir);
-  J config = testing::SmallGpuTrainConfig({{"num_iterations", 50},
-                                           {"warmdown_iters", 15},
-                                           {"val_every", 25},
-                                           {"embed_shortcut", true},
-                                           {"unet_skips", true},
-                                           {"value_embeds", 1},
-                                           {"merged_qkv", true},
-                                           {"attn_window", "sliding"},
-                                           {"window.block_tokens", 16},
-                                           {"window.start_tokens", 16},
-                                           {"window.end_tokens", 64},
-                                           {"doc_masking", true},
-                                           {"logit_softcap", 30.0},
-                                           {"softcap_kind", "sigmoid"},
-                                           {"adam.eps", 1e-10}});
-  std::vector<J> cpu = RunTrain(config, Backend::kCpu, dir);
-  std::vector<J> noisy = RunTrain(WithBf16SizedLrPerturbation(config), Backend::kCpu, dir);
-  std::vector<J> gpu = RunTrain(config, Backend::kCuda, dir);
+constexpr double kTrajectoryNoiseFactor = 4.0, kTrajectoryFloor = 1e-2;
+
+// The GPU's curves (train and validation losses of `gpu`, run with the attention kernels
+// `kernels`) against the CPU's, within kTrajectoryNoiseFactor envelopes of the drift that
+// bf16-sized noise causes (`noisy`), or the floor.
+void ExpectCloseToCpu(const char* kernels, const std::vector<J>& cpu, const std::vector<J>& noisy,
+                      const std::vector<J>& gpu) {
+  constexpr double kNoiseFactor = kTrajectoryNoiseFactor, kFloor = kTrajectoryFloor;
+  SCOPED_TRACE(std::string("attention kernels: ") + kernels);
   ASSERT_FALSE(gpu.empty());
   EXPECT_EQ(gpu.front()["backend"], "cuda");
   std::vector<double> cpu_train = Losses(cpu, "step", "train_loss");
@@ -296,8 +294,9 @@ TEST_F(CudaTraining, FiftyStepTrajectoryStaysCloseToCpu) {
     env_mean += env[i] / double(cpu_train.size());
     worst_ratio = std::max(worst_ratio, rel / std::max(env[i], 1e-6));
   }
-  std::cout << "trajectory drift: gpu mean " << gpu_mean << ", bf16-noise envelope mean "
-            << env_mean << ", worst step gpu/envelope " << worst_ratio << "\n";
+  std::cout << "trajectory drift (" << kernels << " attention): gpu mean " << gpu_mean
+            << ", bf16-noise envelope mean " << env_mean << ", worst step gpu/envelope "
+            << worst_ratio << "\n";
   EXPECT_LT(gpu_mean, std::max(kFloor / 2, kNoiseFactor * env_mean));
   EXPECT_LT(cpu_train.back(), cpu_train.front() - 1.0);  // the run does learn (4.2 → 0.75 here)
   std::vector<double> cpu_val = Losses(cpu, "val", "val_loss");
@@ -311,6 +310,34 @@ TEST_F(CudaTraining, FiftyStepTrajectoryStaysCloseToCpu) {
         << "validation " << i;
   }
   EXPECT_EQ(gpu.back()["status"], "ok");
+}
+
+// The GPU runs twice, with kAuto's attention kernels and with the mma kernels (head_dim 64
+// here): the whole-training check the mma kernels need before kAuto may choose them.
+TEST_F(CudaTraining, FiftyStepTrajectoryStaysCloseToCpu) {
+  testing::TempDir dir;
+  testing::WriteShards(dir);
+  J config = testing::SmallGpuTrainConfig({{"num_iterations", 50},
+                                           {"warmdown_iters", 15},
+                                           {"val_every", 25},
+                                           {"embed_shortcut", true},
+                                           {"unet_skips", true},
+                                           {"value_embeds", 1},
+                                           {"merged_qkv", true},
+                                           {"attn_window", "sliding"},
+                                           {"window.block_tokens", 16},
+                                           {"window.start_tokens", 16},
+                                           {"window.end_tokens", 64},
+                                           {"doc_masking", true},
+                                           {"logit_softcap", 30.0},
+                                           {"softcap_kind", "sigmoid"},
+                                           {"adam.eps", 1e-10}});
+  std::vector<J> cpu = RunTrain(config, Backend::kCpu, dir);
+  std::vector<J> noisy = RunTrain(WithBf16SizedLrPerturbation(config), Backend::kCpu, dir);
+  for (AttentionImpl impl : {AttentionImpl::kAuto, AttentionImpl::kMma}) {
+    ExpectCloseToCpu(AttentionImplName(impl), cpu, noisy,
+                     RunTrain(config, Backend::kCuda, dir, impl));
+  }
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 
 #include <atomic>
 #include <cstdio>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -86,6 +86,7 @@ Result<RunPlan> MakePlan(const J& c, const TrainOptions& o) {
     return Error{"steps in flight must be 0 or 1 (-1: the backend's own)", "steps_in_flight"};
   }
   p.steps_in_flight = o.steps_in_flight;
+  p.attention = o.attention;
   p.config_hash = ConfigHash(c);
   p.save_path = o.save_path;
   p.save_every = o.save_every;

@@ -1,7 +1,8 @@
 // Training a GPT from a canonical config: on the CPU backend N ranks as threads, on the CUDA
 // backend one rank per GPU, one thread per rank, one process per node (NCCL between GPUs); the
-// global batch and the validation set do not depend on the world size; data from token shards, evaluation and timing as DESIGN §6.1 says (step_ms
-// is wall time with the device synchronised at the end of the step), events to an EventSink.
+// global batch and the validation set do not depend on the world size; data from token shards,
+// evaluation and timing as DESIGN §6.1 says (step_ms is wall time with the device synchronised at
+// the end of the step), events to an EventSink.
 //
 // Events (global rank 0 emits them; on a multi-node run every node's first rank emits the same
 // stream, since every value in it is all-reduced):
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/config/attention_impl.h"
 #include "trainer/train/event_sink.h"
 
 namespace ablate {
@@ -64,6 +66,8 @@ struct TrainOptions {
   // Train steps the loop queues ahead of the one it reports (0 or 1); -1: the backend's own
   // (0 on the CPU, 1 on a GPU). Setting 1 on the CPU runs the GPU's pipelined loop, for tests.
   int steps_in_flight = -1;
+  // Backend cuda: which attention kernels run (a speed choice only; for tests and benches).
+  AttentionImpl attention = AttentionImpl::kAuto;
   // Weights (weights/weights_file.h): start from this safetensors file instead of the seed's
   // initialisation; write the weights to save_path at the end (and every save_every steps).
   std::string init_from = "";
@@ -93,8 +97,7 @@ struct TrainOutcome {
 };
 
 // Runs the whole training. Emits start ... end (or error, then end for failures after start).
-TrainOutcome Train(const nlohmann::json& canonical, const TrainOptions& options,
-                   EventSink& events);
+TrainOutcome Train(const nlohmann::json& canonical, const TrainOptions& options, EventSink& events);
 
 }  // namespace ablate
 
