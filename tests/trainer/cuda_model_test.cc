@@ -312,32 +312,53 @@ void ExpectCloseToCpu(const char* kernels, const std::vector<J>& cpu, const std:
   EXPECT_EQ(gpu.back()["status"], "ok");
 }
 
-// The GPU runs twice, with kAuto's attention kernels and with the mma kernels (head_dim 64
-// here): the whole-training check the mma kernels need before kAuto may choose them.
+// The CPU's two runs of the trajectory tests (as configured, and with every update perturbed
+// by one bf16 rounding), made once per process: both GPU tests compare against them.
+struct CpuTrajectory {
+  testing::TempDir dir;  // the shards, read again by the GPU runs
+  J config;
+  std::vector<J> cpu, noisy;
+};
+
+const CpuTrajectory& CpuTrajectoryOnce() {
+  static CpuTrajectory trajectory;  // destroyed at exit, with its shards
+  static const bool made = [] {
+    CpuTrajectory* t = &trajectory;
+    testing::WriteShards(t->dir);
+    t->config = testing::SmallGpuTrainConfig({{"num_iterations", 50},
+                                              {"warmdown_iters", 15},
+                                              {"val_every", 25},
+                                              {"embed_shortcut", true},
+                                              {"unet_skips", true},
+                                              {"value_embeds", 1},
+                                              {"merged_qkv", true},
+                                              {"attn_window", "sliding"},
+                                              {"window.block_tokens", 16},
+                                              {"window.start_tokens", 16},
+                                              {"window.end_tokens", 64},
+                                              {"doc_masking", true},
+                                              {"logit_softcap", 30.0},
+                                              {"softcap_kind", "sigmoid"},
+                                              {"adam.eps", 1e-10}});
+    t->cpu = RunTrain(t->config, Backend::kCpu, t->dir);
+    t->noisy = RunTrain(WithBf16SizedLrPerturbation(t->config), Backend::kCpu, t->dir);
+    return true;
+  }();
+  (void)made;
+  return trajectory;
+}
+
 TEST_F(CudaTraining, FiftyStepTrajectoryStaysCloseToCpu) {
-  testing::TempDir dir;
-  testing::WriteShards(dir);
-  J config = testing::SmallGpuTrainConfig({{"num_iterations", 50},
-                                           {"warmdown_iters", 15},
-                                           {"val_every", 25},
-                                           {"embed_shortcut", true},
-                                           {"unet_skips", true},
-                                           {"value_embeds", 1},
-                                           {"merged_qkv", true},
-                                           {"attn_window", "sliding"},
-                                           {"window.block_tokens", 16},
-                                           {"window.start_tokens", 16},
-                                           {"window.end_tokens", 64},
-                                           {"doc_masking", true},
-                                           {"logit_softcap", 30.0},
-                                           {"softcap_kind", "sigmoid"},
-                                           {"adam.eps", 1e-10}});
-  std::vector<J> cpu = RunTrain(config, Backend::kCpu, dir);
-  std::vector<J> noisy = RunTrain(WithBf16SizedLrPerturbation(config), Backend::kCpu, dir);
-  for (AttentionImpl impl : {AttentionImpl::kAuto, AttentionImpl::kMma}) {
-    ExpectCloseToCpu(AttentionImplName(impl), cpu, noisy,
-                     RunTrain(config, Backend::kCuda, dir, impl));
-  }
+  const CpuTrajectory& c = CpuTrajectoryOnce();
+  ExpectCloseToCpu("auto", c.cpu, c.noisy, RunTrain(c.config, Backend::kCuda, c.dir));
+}
+
+// The same through the mma attention kernels (head_dim 64 here): the whole-training check they
+// need before kAuto may choose them.
+TEST_F(CudaTraining, FiftyStepTrajectoryWithMmaAttentionStaysCloseToCpu) {
+  const CpuTrajectory& c = CpuTrajectoryOnce();
+  ExpectCloseToCpu("mma", c.cpu, c.noisy,
+                   RunTrain(c.config, Backend::kCuda, c.dir, AttentionImpl::kMma));
 }
 
 }  // namespace
