@@ -69,6 +69,11 @@ void Checkpointer::Loop() {
   }
 }
 
+void Checkpointer::Request() {
+  absl::MutexLock lock(&mu_);
+  wanted_ = true;
+}
+
 int64_t Checkpointer::background_checkpoints() const {
   absl::MutexLock lock(&mu_);
   return background_;

@@ -53,6 +53,13 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
+  // Asks the thread for a checkpoint whatever the log's length. The store calls it when a commit
+  // fails for a full disk: on a disk with less room than `pages` of log nothing else would copy
+  // the log back, the log would never start over, and the disk would stay full for good (the
+  // log alone filled an 8 MiB data dir that way). Once space is back, the next failed commit's
+  // request copies the log, and the commit after it writes the log from its start again.
+  void Request();
+
   // Checkpoints this thread ran that copied pages, and those the writer ran itself (for tests
   // and benches).
   int64_t background_checkpoints() const;

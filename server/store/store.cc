@@ -228,6 +228,8 @@ absl::Status Store::DiskFull(const absl::Status& s) {
   absl::Status full = absl::ResourceExhaustedError(absl::StrCat(
       "no space left in data dir ", dir.empty() ? "." : dir, " (", s.message(),
       "): nothing of this write was stored; reads go on, and writes resume once space is freed"));
+  // The log may be what fills the disk: have it copied back so that it can start over.
+  if (checkpointer_) checkpointer_->Request();
   // The operator must hear of it even when no client is watching; once a minute is enough.
   const TimestampMs now = Now();
   TimestampMs last = last_disk_full_log_ms_.load();

@@ -61,6 +61,31 @@ TEST(CheckpointerTest, ItsOwnThreadCopiesTheLogIntoTheDatabaseFile) {
   EXPECT_EQ(Rows(path), 100);
 }
 
+// A request (the store's, after a commit failed for a full disk) is a checkpoint whatever the
+// log's length: on a disk with less room than the threshold's log, nothing else would copy it.
+TEST(CheckpointerTest, ARequestCheckpointsALogShorterThanTheThreshold) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/c.db";
+  std::unique_ptr<Connection> writer = Open(path);
+  ASSERT_TRUE(writer->Exec("CREATE TABLE t (v INTEGER PRIMARY KEY, pad BLOB)").ok());
+  const auto before = std::filesystem::file_size(path);
+  Checkpointer checkpointer(Open(path), writer->handle(), /*pages=*/1'000'000,
+                            /*inline_pages=*/1'000'000);
+  InsertRows(*writer, 0, 30);  // about 60 log pages, far below either threshold
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(checkpointer.background_checkpoints(), 0) << "nothing asked for one yet";
+  checkpointer.Request();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (checkpointer.background_checkpoints() == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(checkpointer.background_checkpoints(), 1);
+  EXPECT_GT(std::filesystem::file_size(path), before + 20 * 4096) << "the rows reached the file";
+  EXPECT_EQ(checkpointer.inline_checkpoints(), 0);
+  EXPECT_EQ(Rows(path), 30);
+}
+
 TEST(CheckpointerTest, ASteadyStreamOfCommitsGetsOneCheckpointPerGapNotOnePerCommit) {
   testing::TempDir dir;
   const std::string path = dir.path() + "/c.db";
