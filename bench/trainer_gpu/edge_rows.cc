@@ -7,6 +7,7 @@
 #include "bench/trainer_gpu/op_rows.h"
 #include "trainer/cpu/attention.h"
 #include "trainer/cuda/embedding.h"
+#include "trainer/cuda/gpt.h"
 #include "trainer/cuda/softcap_cross_entropy.h"
 
 namespace ablate::cuda::gpu_bench {
@@ -138,17 +139,9 @@ void BenchStaging(CudaContext& ctx, OpTable& table, const StepSetup& s,
   table.TryAdd("staging: host work + H2D (Gpt::Stage)", median, 0, 0, {1});
 }
 
-// Rows of one chunk of the head, as gpt.cc's HeadChunkRows: 1536 MiB of fp32 logits and bf16
-// dlogits per chunk.
-int64_t HeadChunkRows(int64_t n, int64_t v) {
-  constexpr int64_t kHeadChunkBytes = int64_t(1536) << 20;
-  int64_t rows = std::max<int64_t>(64, kHeadChunkBytes / (v * 6) / 64 * 64);
-  return std::min(rows, n);
-}
-
 void BenchHead(CudaContext& ctx, OpTable& table, const StepSetup& s) {
   int64_t n = s.b * s.t, c = s.m.model_dim, v = s.m.vocab_size;
-  int64_t rows = HeadChunkRows(n, v), chunks = (n + rows - 1) / rows;
+  int64_t rows = Gpt::HeadChunkRows(n, v), chunks = (n + rows - 1) / rows;
   DeviceBuffer<bf16> x = Filled<bf16>(ctx, n * c, 31, "x"), w = Filled<bf16>(ctx, v * c, 32, "w"),
                      dlogits = Buffer<bf16>(rows * v, "dlogits");
   DeviceBuffer<float> logits = Filled<float>(ctx, rows * v, 33, "logits"),

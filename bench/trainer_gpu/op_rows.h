@@ -47,9 +47,6 @@ void BenchEmbedding(CudaContext& ctx, OpTable& table, const StepSetup& s, const 
 void BenchStaging(CudaContext& ctx, OpTable& table, const StepSetup& s,
                   const std::vector<int32_t>& tokens, const std::vector<int64_t>& windows);
 
-// Rows of one chunk of the head, as gpt.cc's HeadChunkRows, for n tokens and vocabulary v.
-int64_t HeadChunkRows(int64_t n, int64_t v);
-
 // The head at the model's chunking (HeadForward), its classifier on one chunk, and the loss sum.
 void BenchHead(CudaContext& ctx, OpTable& table, const StepSetup& s);
 

@@ -26,10 +26,7 @@
 
 namespace ablate::cuda::mma_attention {
 
-// Head dims the kernels are built for.
-inline bool Supports(int64_t hd) { return hd == 64 || hd == 128; }
-
-// As attention_forward. REQUIRES: Supports(hd), 16-byte aligned q, k, v, out.
+// As attention_forward. REQUIRES: hd 64 or 128, 16-byte aligned q, k, v, out.
 Status Forward(CudaContext& ctx, bf16* out, float* lse, const bf16* q, const bf16* k, const bf16* v,
                const int32_t* lo, int64_t b, int64_t t, int64_t nh, int64_t hd, float scale);
 

@@ -24,14 +24,14 @@
 #include <cmath>
 #include <cstdint>
 
+#include "trainer/cuda/dtype.h"
+
 // Host compilers (the emulator's build) have no launch bounds.
 #ifndef __CUDACC__
 #define __launch_bounds__(...)
 #endif
 
 namespace ablate::cuda::mma_attention {
-
-using bf16_t = __nv_bfloat16;
 
 constexpr int kRows = 64;  // rows a block owns, and rows of every streamed tile
 constexpr int kWarps = 4;  // warp w owns rows [16w, 16w + 16) of the block's rows
@@ -84,11 +84,11 @@ __host__ __device__ __forceinline__ uint32_t Pack(float lo, float hi) {
 
 // One head of one sequence: row `tok` at base + tok·stride.
 struct Head {
-  const bf16_t* base;
+  const bf16* base;
   int64_t stride;  // NH·HD
 };
 
-__host__ __device__ __forceinline__ Head HeadOf(const bf16_t* x, int64_t bi, int64_t hi, int64_t t,
+__host__ __device__ __forceinline__ Head HeadOf(const bf16* x, int64_t bi, int64_t hi, int64_t t,
                                                 int64_t nh, int64_t hd) {
   return {x + (bi * t * nh + hi) * hd, nh * hd};
 }
@@ -96,7 +96,7 @@ __host__ __device__ __forceinline__ Head HeadOf(const bf16_t* x, int64_t bi, int
 // dst (kRows, HD), row stride kLd = rows [tok0, tok0 + kRows) of m, rows outside [0, t) zero.
 // Asynchronous: part of the caller's next committed group.
 template <int HD, class P>
-__device__ __forceinline__ void LoadTileAsync(bf16_t* dst, Head m, int64_t tok0, int64_t t) {
+__device__ __forceinline__ void LoadTileAsync(bf16* dst, Head m, int64_t tok0, int64_t t) {
   using G = Geo<HD>;
   for (int i = P::Thread(); i < kRows * G::kChunks; i += kThreads) {
     int r = i / G::kChunks, c = (i % G::kChunks) * 8;
@@ -108,7 +108,7 @@ __device__ __forceinline__ void LoadTileAsync(bf16_t* dst, Head m, int64_t tok0,
 
 // A operand: rows [r0, r0 + 16), cols [c0, c0 + 16) of a row-major tile.
 template <int HD, class P>
-__device__ __forceinline__ void LoadA(uint32_t (&a)[4], const bf16_t* tile, int r0, int c0) {
+__device__ __forceinline__ void LoadA(uint32_t (&a)[4], const bf16* tile, int r0, int c0) {
   int lane = P::Thread() % 32;
   P::Ldsm4(a, tile + (r0 + lane % 8 + (lane / 8 % 2) * 8) * Geo<HD>::kLd + c0 + lane / 16 * 8);
 }
@@ -116,7 +116,7 @@ __device__ __forceinline__ void LoadA(uint32_t (&a)[4], const bf16_t* tile, int 
 // B operands of n-tiles [n0, n0 + 8) (b[0], b[1]) and [n0 + 8, n0 + 16) (b[2], b[3]) for the
 // k-step [k0, k0 + 16), from a tile whose rows are n (q·kᵀ: the key tile, rows are keys).
 template <int HD, class P>
-__device__ __forceinline__ void LoadBRowsN(uint32_t (&b)[4], const bf16_t* tile, int n0, int k0) {
+__device__ __forceinline__ void LoadBRowsN(uint32_t (&b)[4], const bf16* tile, int n0, int k0) {
   int lane = P::Thread() % 32;
   P::Ldsm4(b, tile + (n0 + lane % 8 + lane / 16 * 8) * Geo<HD>::kLd + k0 + (lane / 8 % 2) * 8);
 }
@@ -124,7 +124,7 @@ __device__ __forceinline__ void LoadBRowsN(uint32_t (&b)[4], const bf16_t* tile,
 // The same from a tile whose rows are k (p·v: the value tile, rows are keys); ldmatrix
 // transposes.
 template <int HD, class P>
-__device__ __forceinline__ void LoadBRowsK(uint32_t (&b)[4], const bf16_t* tile, int k0, int n0) {
+__device__ __forceinline__ void LoadBRowsK(uint32_t (&b)[4], const bf16* tile, int k0, int n0) {
   int lane = P::Thread() % 32;
   P::Ldsm4T(b, tile + (k0 + lane % 8 + (lane / 8 % 2) * 8) * Geo<HD>::kLd + n0 + lane / 16 * 8);
 }
@@ -132,8 +132,8 @@ __device__ __forceinline__ void LoadBRowsK(uint32_t (&b)[4], const bf16_t* tile,
 // s (16 × 16·kPairs) = rows [r0, r0 + 16) of a_tile · (rows [n0, n0 + 16·kPairs) of b_tile)ᵀ,
 // summed over HD. s is zeroed first.
 template <int HD, int kPairs, class P>
-__device__ __forceinline__ void ProductNT(float (&s)[2 * kPairs][4], const bf16_t* a_tile, int r0,
-                                          const bf16_t* b_tile, int n0) {
+__device__ __forceinline__ void ProductNT(float (&s)[2 * kPairs][4], const bf16* a_tile, int r0,
+                                          const bf16* b_tile, int n0) {
 #pragma unroll
   for (int j = 0; j < 2 * kPairs; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #pragma unroll
@@ -153,7 +153,7 @@ __device__ __forceinline__ void ProductNT(float (&s)[2 * kPairs][4], const bf16_
 // acc (16 × HD) += a (16 × 16, registers) · rows [k0, k0 + 16) of tile (rows are k).
 template <int HD, class P>
 __device__ __forceinline__ void Accumulate(float (&acc)[Geo<HD>::kDimTiles][4],
-                                           const uint32_t (&a)[4], const bf16_t* tile, int k0) {
+                                           const uint32_t (&a)[4], const bf16* tile, int k0) {
 #pragma unroll
   for (int j = 0; j < HD / 16; ++j) {
     uint32_t b[4];
@@ -198,16 +198,16 @@ __device__ __forceinline__ void StoreRows(float* dst, int64_t stride, int64_t ro
 // next_tok) into the other stage, commits (with whatever else the caller issued), waits for
 // pair i and synchronises the block; it returns pair i's first tile. Every thread calls it.
 template <int HD, class P>
-__device__ __forceinline__ void LoadPair(bf16_t* stages, int stage, Head first, Head second,
+__device__ __forceinline__ void LoadPair(bf16* stages, int stage, Head first, Head second,
                                          int64_t tok0, int64_t t) {
-  bf16_t* dst = stages + 2 * stage * Geo<HD>::kTile;
+  bf16* dst = stages + 2 * stage * Geo<HD>::kTile;
   LoadTileAsync<HD, P>(dst, first, tok0, t);
   LoadTileAsync<HD, P>(dst + Geo<HD>::kTile, second, tok0, t);
 }
 
 template <int HD, class P>
-__device__ __forceinline__ const bf16_t* AdvancePair(bf16_t* stages, Head first, Head second, int i,
-                                                     int pairs, int64_t next_tok, int64_t t) {
+__device__ __forceinline__ const bf16* AdvancePair(bf16* stages, Head first, Head second, int i,
+                                                   int pairs, int64_t next_tok, int64_t t) {
   if (i + 1 < pairs) LoadPair<HD, P>(stages, (i + 1) % 2, first, second, next_tok, t);
   P::Commit();
   P::WaitAllButOne();
@@ -250,11 +250,11 @@ __device__ __forceinline__ QueryBlock LoadQueryBlock(RowBlockSmem* rb, const int
 // tile, two stages of (key, value) tiles, the row table.
 template <int HD, class P>
 __global__ void __launch_bounds__(kThreads, 2)
-    MmaForwardKernel(bf16_t* out, float* lse, const bf16_t* q, const bf16_t* k, const bf16_t* v,
+    MmaForwardKernel(bf16* out, float* lse, const bf16* q, const bf16* k, const bf16* v,
                      const int32_t* lo, int64_t t, int64_t nh, float scale2) {
   using G = Geo<HD>;
-  bf16_t* s_q = reinterpret_cast<bf16_t*>(P::Smem());
-  bf16_t* s_kv = s_q + G::kTile;  // stage s: key tile at 2s, value tile at 2s + 1
+  bf16* s_q = reinterpret_cast<bf16*>(P::Smem());
+  bf16* s_kv = s_q + G::kTile;  // stage s: key tile at 2s, value tile at 2s + 1
   RowBlockSmem* rb = reinterpret_cast<RowBlockSmem*>(P::Smem() + 5 * G::kTileBytes);
 
   const int w = P::Thread() / 32, lane = P::Thread() % 32, g = lane / 4, c = lane % 4;
@@ -272,8 +272,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int tiles = int((qb.last_key - qb.first_key) / kRows) + 1;
   for (int i = 0; i < tiles; ++i) {
     const int64_t kb = qb.first_key + int64_t(i) * kRows;
-    const bf16_t* s_k = AdvancePair<HD, P>(s_kv, kh, vh, i, tiles, kb + kRows, t);
-    const bf16_t* s_v = s_k + G::kTile;
+    const bf16* s_k = AdvancePair<HD, P>(s_kv, kh, vh, i, tiles, kb + kRows, t);
+    const bf16* s_v = s_k + G::kTile;
     float s[8][4];
     ProductNT<HD, 4, P>(s, s_q, 16 * w, s_k, 0);
     const bool full = kb >= qb.max_lo && kb + kRows - 1 <= t0 && t0 + kRows <= t;
@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   P::WaitAll();
 
   const int64_t stride = nh * HD;
-  bf16_t* out_head = out + (bi * t * nh + hi) * HD;
+  bf16* out_head = out + (bi * t * nh + hi) * HD;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float total = l[half];
@@ -348,13 +348,13 @@ __global__ void __launch_bounds__(kThreads, 2)
 // Shared memory: the query and dout tiles, two stages of (key, value) tiles, the row table.
 template <int HD, class P>
 __global__ void __launch_bounds__(kThreads, 2)
-    MmaBackwardDqKernel(float* dq, const bf16_t* dout, const bf16_t* q, const bf16_t* k,
-                        const bf16_t* v, const float* lse, const float* d, const int32_t* lo,
-                        int64_t t, int64_t nh, float scale, float scale2) {
+    MmaBackwardDqKernel(float* dq, const bf16* dout, const bf16* q, const bf16* k, const bf16* v,
+                        const float* lse, const float* d, const int32_t* lo, int64_t t, int64_t nh,
+                        float scale, float scale2) {
   using G = Geo<HD>;
-  bf16_t* s_q = reinterpret_cast<bf16_t*>(P::Smem());
-  bf16_t* s_do = s_q + G::kTile;
-  bf16_t* s_kv = s_do + G::kTile;
+  bf16* s_q = reinterpret_cast<bf16*>(P::Smem());
+  bf16* s_do = s_q + G::kTile;
+  bf16* s_kv = s_do + G::kTile;
   RowBlockSmem* rb = reinterpret_cast<RowBlockSmem*>(P::Smem() + 6 * G::kTileBytes);
 
   const int w = P::Thread() / 32, lane = P::Thread() % 32, g = lane / 4, c = lane % 4;
@@ -379,8 +379,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int tiles = int((qb.last_key - qb.first_key) / kRows) + 1;
   for (int i = 0; i < tiles; ++i) {
     const int64_t kb = qb.first_key + int64_t(i) * kRows;
-    const bf16_t* s_k = AdvancePair<HD, P>(s_kv, kh, vh, i, tiles, kb + kRows, t);
-    const bf16_t* s_v = s_k + G::kTile;
+    const bf16* s_k = AdvancePair<HD, P>(s_kv, kh, vh, i, tiles, kb + kRows, t);
+    const bf16* s_v = s_k + G::kTile;
     float s[8][4], dp[8][4];
     ProductNT<HD, 4, P>(s, s_q, 16 * w, s_k, 0);
     ProductNT<HD, 4, P>(dp, s_do, 16 * w, s_v, 0);
@@ -444,13 +444,13 @@ __device__ __forceinline__ void LoadStatsAsync(TileStats* st, const float* lse_h
 // the key and value tiles, two stages of (query, dout) tiles, two stages of row statistics.
 template <int HD, class P>
 __global__ void __launch_bounds__(kThreads, 2)
-    MmaBackwardDkvKernel(float* dk, float* dv, const bf16_t* dout, const bf16_t* q, const bf16_t* k,
-                         const bf16_t* v, const float* lse, const float* d, const int32_t* lo,
+    MmaBackwardDkvKernel(float* dk, float* dv, const bf16* dout, const bf16* q, const bf16* k,
+                         const bf16* v, const float* lse, const float* d, const int32_t* lo,
                          int64_t t, int64_t nh, float scale, float scale2) {
   using G = Geo<HD>;
-  bf16_t* s_k = reinterpret_cast<bf16_t*>(P::Smem());
-  bf16_t* s_v = s_k + G::kTile;
-  bf16_t* s_qd = s_v + G::kTile;  // stage s: query tile at 2s, dout tile at 2s + 1
+  bf16* s_k = reinterpret_cast<bf16*>(P::Smem());
+  bf16* s_v = s_k + G::kTile;
+  bf16* s_qd = s_v + G::kTile;  // stage s: query tile at 2s, dout tile at 2s + 1
   TileStats* s_stats = reinterpret_cast<TileStats*>(P::Smem() + 6 * G::kTileBytes);
 
   const int w = P::Thread() / 32, lane = P::Thread() % 32, g = lane / 4, c = lane % 4;
@@ -474,8 +474,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (i + 1 < tiles) {
       LoadStatsAsync<P>(&s_stats[(i + 1) % 2], lse_head, d_head, lo_seq, qb + kRows, t);
     }
-    const bf16_t* s_q = AdvancePair<HD, P>(s_qd, qh, doh, i, tiles, qb + kRows, t);
-    const bf16_t* s_do = s_q + G::kTile;
+    const bf16* s_q = AdvancePair<HD, P>(s_qd, qh, doh, i, tiles, qb + kRows, t);
+    const bf16* s_do = s_q + G::kTile;
     const TileStats& st = s_stats[i % 2];
     const bool full = k0 + kRows - 1 <= qb && qb + kRows <= t && st.lo[kRows - 1] <= k0;
 #pragma unroll

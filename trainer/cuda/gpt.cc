@@ -16,15 +16,15 @@
 #include "trainer/cuda/rmsnorm.h"
 
 namespace ablate::cuda {
-namespace {
+namespace {}  // namespace
 
-// Bytes one chunk of the head may use for its fp32 logits and bf16 dlogits.
-constexpr int64_t kHeadChunkBytes = int64_t(1536) << 20;
-
-int64_t HeadChunkRows(int64_t n, int64_t v) {
+int64_t Gpt::HeadChunkRows(int64_t n, int64_t v) {
+  constexpr int64_t kHeadChunkBytes = int64_t(1536) << 20;  // fp32 logits + bf16 dlogits
   int64_t rows = std::max<int64_t>(64, kHeadChunkBytes / (v * 6) / 64 * 64);
   return std::min(rows, n);
 }
+
+namespace {
 
 BlockOffsets MapOffsets(const BlockOffsets& o, const DeviceLayout& dev) {
   auto map = [&](int64_t off) { return off < 0 ? off : dev.Map(off); };

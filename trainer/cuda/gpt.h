@@ -35,6 +35,10 @@ class Gpt {
   // Allocates everything for micro-batches of b sequences of t tokens on ctx's device (which
   // must outlive the model). Parameters and gradients start at zero. Error: the first failed
   // allocation, naming the tensor.
+  // Rows of one chunk of the loss head for n tokens and vocabulary v: 1536 MiB of fp32 logits
+  // and bf16 dlogits at most, a multiple of 64, at least 64 (at most n).
+  static int64_t HeadChunkRows(int64_t n, int64_t v);
+
   static Result<std::unique_ptr<Gpt>> Create(CudaContext& ctx, const ModelConfig& m, int64_t b,
                                              int64_t t);
   ~Gpt();
@@ -151,7 +155,7 @@ class Gpt {
   const float* x_last_ = nullptr;
   bf16* lf_ = nullptr;  // (BT, C)
   float* lf_rstd_ = nullptr;
-  float* losses_ = nullptr;  // (BT)
+  float* losses_ = nullptr;        // (BT)
   DeviceBuffer<double> loss_acc_;  // (1): the reported loss, summed in double
   LmHeadScratch head_scratch_;
   bf16* qkv_ = nullptr;  // (BT, 3C): the QKV product, then d(qkv) in the backward
