@@ -9,6 +9,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/decompose_command.h"
+#include "common/cli_path_flag.h"
 
 namespace {
 
@@ -97,7 +98,8 @@ void AddUpCommand(CLI::App& app, Args& a) {
   CLI::App* up = app.add_subcommand(
       "up", "run a coordinator and a local worker on this machine until Ctrl-C");
   up->add_option("--data-dir", o.data_dir,
-                 "database, worker folders and datasets/ (default ~/.local/share/ablate)");
+                 "database, worker folders and datasets/ (default ~/.local/share/ablate)")
+      ->transform(ablate::PathFlag());
   up->add_option("--listen", o.listen, "coordinator HOST:PORT (port 0 picks one)")
       ->capture_default_str();
   up->add_option("--cpu-slots", o.cpu_slots,
@@ -115,7 +117,7 @@ void AddUpCommand(CLI::App& app, Args& a) {
   a.up_python = up->add_option(
       "--python", o.python,
       "interpreter for script runs (launch: python, torchrun, {python}): a name on $PATH or a "
-      "path")->capture_default_str();
+      "path")->transform(ablate::PathFlag(ablate::PathKind::kProgram))->capture_default_str();
   a.up_http = up->add_option(
       "--http", o.http,
       "dashboard HOST:PORT (port 0 picks one; 'off' for none); when not given and 8080 is "

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "common/cli_path_flag.h"
 #include "common/message_limits.h"
 #include "common/token_file.h"
 #include "server/core/change_feed.h"
@@ -341,16 +342,20 @@ void AddServeOptions(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--data-dir", f.data_dir,
                  "directory of ablate.db (default $XDG_DATA_HOME/ablate or "
-                 "~/.local/share/ablate)");
+                 "~/.local/share/ablate)")->transform(ablate::PathFlag());
   app.add_option("--client-token-file", f.client_token_file,
-                 "file holding the token clients must present (default: none required)");
+                 "file holding the token clients must present (default: none required)")
+      ->transform(ablate::PathFlag());
   app.add_option("--worker-token-file", f.worker_token_file,
-                 "file holding the token workers must present (default: none required)");
+                 "file holding the token workers must present (default: none required)")
+      ->transform(ablate::PathFlag());
   app.add_option("--tls-cert", f.tls_cert,
                  "PEM certificate: serve gRPC over TLS and the dashboard over HTTPS (needs "
-                 "--tls-key)");
-  app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert");
-  app.add_option("--port-file", f.port_file, "write the bound port here once listening");
+                 "--tls-key)")->transform(ablate::PathFlag());
+  app.add_option("--tls-key", f.tls_key, "PEM private key for --tls-cert")
+      ->transform(ablate::PathFlag());
+  app.add_option("--port-file", f.port_file, "write the bound port here once listening")
+      ->transform(ablate::PathFlag());
   app.add_option("--grpc-buffer-mib", f.grpc_buffer_mib,
                  "memory gRPC's transport may hold for received messages, all callers together "
                  "(every message is at most 4 MiB; beyond this, streams are refused)")
@@ -379,10 +384,11 @@ void AddHttpOptions(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   app.add_option("--http-port-file", f.http_port_file,
-                 "write the dashboard's bound port here once listening");
+                 "write the dashboard's bound port here once listening")
+      ->transform(ablate::PathFlag());
   app.add_option("--web-root", f.web_root,
                  "folder with the dashboard's static/ and node_modules/ (default: installed "
-                 "share/ablate/web, or the source tree's web/)");
+                 "share/ablate/web, or the source tree's web/)")->transform(ablate::PathFlag());
 }
 
 // Leases, heartbeats, cancel grace, and the Slurm pools.
@@ -400,7 +406,8 @@ void AddSchedulingOptions(CLI::App& app, Flags& f) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--pools", f.pools_file,
                  "YAML file of Slurm pools: the coordinator asks Slurm for allocations running "
-                 "ablate-worker --slurm for sweeps that say `pool: NAME` (see the README)");
+                 "ablate-worker --slurm for sweeps that say `pool: NAME` (see the README)")
+      ->transform(ablate::PathFlag());
   app.add_option("--coordinator-id", f.coordinator_id,
                  "names this coordinator's pilot jobs (ablate-ID); default: a hash of the host "
                  "name and the data dir, stable across restarts");
@@ -421,8 +428,10 @@ CLI::App* AddBackupCommand(CLI::App& app, BackupFlags* f) {
       "backup), check the copy with PRAGMA integrity_check, then rename it into place.\n"
       "Example: ablate-coordinator backup --data-dir /srv/ablate --to /backup/ablate-$(date +%F).db");
   backup->add_option("--data-dir", f->data_dir,
-                     "directory of ablate.db (default as for serving)");
+                     "directory of ablate.db (default as for serving)")
+      ->transform(ablate::PathFlag());
   backup->add_option("--to", f->to, "file to write the copy to (replaced atomically)")
+      ->transform(ablate::PathFlag())
       ->required();
   return backup;
 }

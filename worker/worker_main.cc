@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
+#include "common/cli_path_flag.h"
 #include "common/token_file.h"
 #include "common/utf8_text.h"
 #include "worker/command.h"
@@ -52,18 +53,24 @@ void AddFlags(CLI::App& app, Flags& f) {
                "cuBLASLt, NCCL, work and data dirs, script launchers; one line each, with the fix "
                "for each problem. Exit 0 when nothing failed, 1 otherwise");
   app.add_flag("--json", f.json, "with --check: the checks as JSON");
-  app.add_option("--work-dir", f.work_dir, "run folders and the outbox live here")->required();
-  app.add_option("--token-file", f.token_file, "file holding the worker token");
+  app.add_option("--work-dir", f.work_dir, "run folders and the outbox live here")
+      ->transform(ablate::PathFlag())
+      ->required();
+  app.add_option("--token-file", f.token_file, "file holding the worker token")
+      ->transform(ablate::PathFlag());
   app.add_option("--tls-ca", f.tls_ca,
-                 "PEM CA certificate: connect with TLS, verifying the coordinator");
+                 "PEM CA certificate: connect with TLS, verifying the coordinator")
+      ->transform(ablate::PathFlag());
   app.add_option("--gpus", f.gpus, "all, none, or indices like 0,1")->default_val("all");
   app.add_option("--cpu-slots", f.cpu_slots, "concurrent CPU-only runs")
       ->check(CLI::NonNegativeNumber)
       ->default_val(1);
   app.add_option("--name", f.name, "worker id (default: the host name)");
-  app.add_option("--data-dir", f.data_dir, "datasets (default: WORK_DIR/data)");
+  app.add_option("--data-dir", f.data_dir, "datasets (default: WORK_DIR/data)")
+      ->transform(ablate::PathFlag());
   app.add_option("--trainer", f.trainer,
-                 "ablate-train binary (default: next to this binary, then $PATH)");
+                 "ablate-train binary (default: next to this binary, then $PATH)")
+      ->transform(ablate::PathFlag(ablate::PathKind::kProgram));
   app.add_option("--heartbeat-ms", f.heartbeat_ms,
                  "heartbeat period (default: what the coordinator's Welcome asks)")
       ->check(CLI::NonNegativeNumber);
@@ -79,6 +86,7 @@ void AddFlags(CLI::App& app, Flags& f) {
                "code submitted to the coordinator on this node; allow it only where everyone who "
                "can submit may run code here");
   app.add_option("--python", f.python, "interpreter for script runs (python, torchrun, {python})")
+      ->transform(ablate::PathFlag(ablate::PathKind::kProgram))
       ->default_val("python3");
   app.add_option("--master-addr", f.master_addr,
                  "address other nodes reach this one at, for a multi-node script run's torch "
@@ -86,7 +94,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
                  "where runs of sweeps with checkpoint_every keep their checkpoints (DIR/run-ID/; "
                  "shared storage on a cluster, so that a requeued run resumes on any worker from "
-                 "the newest one). Without it such sweeps run without checkpoints");
+                 "the newest one). Without it such sweeps run without checkpoints")
+      ->transform(ablate::PathFlag());
   app.add_flag("--slurm", f.slurm,
                "run as a Slurm pilot (started by srun): the id names the allocation "
                "(slurm/CLUSTER/JOB.RESTART/NODE), GPUs come from CUDA_VISIBLE_DEVICES, run "

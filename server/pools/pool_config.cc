@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <utility>
 
 #include "common/spec/checked_entries.h"
 #include "common/spec/spec_document.h"
@@ -79,12 +80,23 @@ void ReadWorker(const YAML::Node& node, const std::string& path, PoolWorkerConfi
   PoolReader r(e, path, errors);
   if (auto v = r.Text("binary")) w->binary = *v;
   w->work_dir = r.Required("work_dir", node).value_or("");
-  if (!w->work_dir.empty() && w->work_dir[0] != '/') {
-    errors->Add(e.at("work_dir").value, KeyPath(path, "work_dir"),
-                "must be an absolute path (the same on every node)");
-  }
   if (auto v = r.Text("data_dir")) w->data_dir = *v;
   if (auto v = r.Text("token_file")) w->token_file = *v;
+  // Paths on the nodes: a pilot starts in whatever directory Slurm gives it, so a relative one
+  // would name a different place on each node and in each allocation (issue 41).
+  using NodePath = std::pair<const char*, const std::string*>;
+  for (const auto& [key, value] : {NodePath{"work_dir", &w->work_dir},
+                                   NodePath{"data_dir", &w->data_dir},
+                                   NodePath{"token_file", &w->token_file}}) {
+    if (!value->empty() && (*value)[0] != '/') {
+      errors->Add(e.at(key).value, KeyPath(path, key),
+                  "must be an absolute path (the same on every node)");
+    }
+  }
+  if (w->binary.find('/') != std::string::npos && w->binary[0] != '/') {
+    errors->Add(e.at("binary").value, KeyPath(path, "binary"),
+                "must be a name on the nodes' $PATH or an absolute path");
+  }
   r.Int("cpu_slots", 0, 1024, &w->cpu_slots);
   r.List("args", &w->args);
 }

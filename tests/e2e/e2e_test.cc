@@ -13,6 +13,7 @@
 #include <iostream>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -93,6 +94,21 @@ class E2eTest : public ::testing::Test {
                                      "--trainer", trainer, "--grace-ms", "2000"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<Subprocess>(argv, root_.path());
+  }
+
+  // A worker started in `cwd` with every folder given relative to it, as a user types them
+  // (issue 41): `to_root` leads from `cwd` to the test's root ("" or "../"), and the checkpoint
+  // folder is `to_root` + "shared-checkpoints".
+  std::unique_ptr<Subprocess> StartRelativeWorker(const std::string& name, const std::string& cwd,
+                                                  const std::string& to_root) {
+    fs::create_directories(cwd);
+    std::vector<std::string> argv = {
+        ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir", to_root + "work-" + name,
+        "--data-dir", to_root + "datasets", "--checkpoint-dir", to_root + "shared-checkpoints",
+        "--cpu-slots", "1", "--gpus", "none", "--name", name, "--trainer", ABLATE_TRAIN_BIN,
+        "--grace-ms", "2000"};
+    return std::make_unique<Subprocess>(argv, root_.path(), std::map<std::string, std::string>{},
+                                        cwd);
   }
 
   ProcessResult Cli(std::vector<std::string> args) {
@@ -455,12 +471,15 @@ TEST_F(E2eTest, CancelStopsTheTrainer) {
 // SIGKILLed after a checkpoint was written and points beyond it were stored; the run is requeued
 // and finishes on worker b from that checkpoint. Its curve has every step once (the first
 // attempt's up to the checkpoint, then b's), and its training time is the sum of the two
-// attempts' timed steps (a's up to the checkpoint, b's after it).
+// attempts' timed steps (a's up to the checkpoint, b's after it). Both workers are given relative
+// --work-dir, --data-dir and --checkpoint-dir (issue 41), each from a directory of its own: a's
+// from the test's root, b's from a folder below it, so that b reaches a's checkpoint by another
+// relative path than the one a wrote it by.
 TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
   const std::string shared = root_.path() + "/shared-checkpoints";
   const std::string run_dir = shared + "/run-1";
   const int steps = 80;
-  auto a = StartWorker("a", 1, ABLATE_TRAIN_BIN, {"--checkpoint-dir", shared});
+  auto a = StartRelativeWorker("a", root_.path(), "");
   const std::string spec = Spec("resume", steps, 1) + "checkpoint_every: 1s\n";
   WriteFile(root_.path() + "/dry.yaml", spec);
   ProcessResult dry = Cli({"submit", "--dry-run", root_.path() + "/dry.yaml"});
@@ -497,7 +516,7 @@ TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
   ASSERT_LT(last_stored(), steps) << "the run ended before it could be interrupted";
   a->Signal(SIGKILL);  // the trainer dies with it (PR_SET_PDEATHSIG)
   a->Wait(10s);
-  auto b = StartWorker("b", 1, ABLATE_TRAIN_BIN, {"--checkpoint-dir", shared});
+  auto b = StartRelativeWorker("b", root_.path() + "/elsewhere", "../");
   json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 300s);
   ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
   EXPECT_EQ(run["attempts"][0]["worker_id"], "a");

@@ -39,7 +39,7 @@ void WriteFile(const std::string& path, const std::string& text) {
 }
 
 Subprocess::Subprocess(std::vector<std::string> argv, const std::string& log_dir,
-                       std::map<std::string, std::string> env) {
+                       std::map<std::string, std::string> env, const std::string& cwd) {
   int n = g_counter++;
   out_path_ = log_dir + "/proc" + std::to_string(n) + ".out";
   err_path_ = log_dir + "/proc" + std::to_string(n) + ".err";
@@ -53,6 +53,7 @@ Subprocess::Subprocess(std::vector<std::string> argv, const std::string& log_dir
     dup2(out, 1);
     dup2(err, 2);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
     std::vector<char*> args;
     for (std::string& a : argv) args.push_back(a.data());
     args.push_back(nullptr);

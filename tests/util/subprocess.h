@@ -21,10 +21,11 @@ struct ProcessResult {
 
 class Subprocess {
  public:
-  // Starts `argv[0]` with the given extra environment variables (added to the parent's).
+  // Starts `argv[0]` with the given extra environment variables (added to the parent's), in
+  // `cwd` when given (else in the test's own directory; exit code 126 when it cannot go there).
   // stdout and stderr go to files under `log_dir`. Aborts the test binary if fork fails.
   Subprocess(std::vector<std::string> argv, const std::string& log_dir,
-             std::map<std::string, std::string> env = {});
+             std::map<std::string, std::string> env = {}, const std::string& cwd = "");
   ~Subprocess();  // SIGKILLs the child if it is still running
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_path_flag.h"
 #include "trainer/data/corpus_encoder.h"
 #include "trainer/data/fetch_command.h"
 #include "trainer/data/shard_reader.h"
@@ -140,6 +141,7 @@ CLI::App* AddFetch(CLI::App& app, FetchFlags& f) {
       ->required();
   fetch->add_option("--dest", f.dest,
                     "data directory (a worker's --data-dir); files go to DEST/DATASET")
+      ->transform(ablate::PathFlag())
       ->required();
   fetch->add_option("--base-url", f.base_url,
                     "a mirror holding the same files (default: the dataset's Hugging Face "
@@ -157,7 +159,7 @@ CLI::App* AddFetch(CLI::App& app, FetchFlags& f) {
 CLI::App* AddVerify(CLI::App& app, VerifyFlags& f) {
   CLI::App* verify = app.add_subcommand(
       "verify", "check a dataset directory against its manifest.json (exit 3 if it differs)");
-  verify->add_option("dir", f.dir, "dataset directory")->required();
+  verify->add_option("dir", f.dir, "dataset directory")->transform(ablate::PathFlag())->required();
   verify->add_flag("--checksums", f.checksums, "also compare every shard's SHA-256 (reads all)");
   verify->add_flag("--json", f.json, "a summary object on stdout");
   return verify;
@@ -168,8 +170,10 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   EncodeOptions enc;
   CLI::App* encode = app.add_subcommand("encode", "text files -> byte-level token shards");
-  encode->add_option("inputs", enc.inputs, "text files")->required();
-  encode->add_option("--out", enc.out_dir, "output directory")->required();
+  encode->add_option("inputs", enc.inputs, "text files")->transform(ablate::PathFlag())->required();
+  encode->add_option("--out", enc.out_dir, "output directory")
+      ->transform(ablate::PathFlag())
+      ->required();
   encode->add_option("--val-fraction", enc.val_fraction, "last fraction of documents for val");
   encode->add_option("--shard-tokens", enc.shard_tokens, "tokens per shard (default 1e8)");
   encode->add_option("--doc-separator", enc.doc_separator,
@@ -177,7 +181,9 @@ int Main(int argc, char** argv) {
                      "file has any, else blank lines)");
   InspectFlags insp;
   CLI::App* inspect = app.add_subcommand("inspect", "header, counts and histogram of shards");
-  inspect->add_option("shards", insp.shards, "shard files (statistics are over all)")->required();
+  inspect->add_option("shards", insp.shards, "shard files (statistics are over all)")
+      ->transform(ablate::PathFlag())
+      ->required();
   inspect->add_flag("--json", insp.json, "one JSON object on stdout");
   inspect->add_option("--bos", insp.bos, "document token: auto (256 for byte shards, else "
                                          "50256) or an id");

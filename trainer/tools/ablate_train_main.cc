@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli_path_flag.h"
 #include "common/spec/duration.h"
 #include "trainer/config/knob_schema.h"
 #include "trainer/cpu/blas_setup.h"
@@ -99,13 +100,18 @@ std::string ParseCheckpointEvery(const std::string& text, ablate::TrainOptions& 
 }
 
 void AddOptions(CLI::App& app, Args& a) {
-  app.add_option("--config", a.sources.config_file, "JSON file of knobs (flat or nested)");
+  app.add_option("--config", a.sources.config_file, "JSON file of knobs (flat or nested)")
+      ->transform(ablate::PathFlag());
   app.add_option("--preset", a.sources.preset,
                  "record recipe: r8-untied, r9-shortcuts, r11-unet, r18-softcap15, r20-sub3min");
   app.add_option("--scale", a.sources.scale, "full, small or tiny")->default_val("full");
   app.add_option("--set", a.sources.sets, "override one knob: --set muon.lr=0.05 (repeatable)");
-  app.add_option("--train", a.train, "glob of training shards")->required();
-  app.add_option("--val", a.val, "glob of validation shards")->required();
+  app.add_option("--train", a.train, "glob of training shards")
+      ->transform(ablate::PathFlag())
+      ->required();
+  app.add_option("--val", a.val, "glob of validation shards")
+      ->transform(ablate::PathFlag())
+      ->required();
   app.add_option("--backend", a.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--gpus", a.gpus,
                  "--backend cuda: GPUs of this node, one rank each, as CUDA numbers them under "
@@ -116,7 +122,7 @@ void AddOptions(CLI::App& app, Args& a) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--nccl-id-file", a.nccl_id_file,
                  "several nodes: node 0 writes the NCCL id here; the others read it (waiting for "
-                 "it to appear), or from stdin with -");
+                 "it to appear), or from stdin with -")->transform(ablate::PathFlag());
   app.add_option("--threads", a.threads, "CPU threads in total (split across ranks)")
       ->check(CLI::PositiveNumber);
   app.add_option("--world-size", a.world_size,
@@ -127,18 +133,21 @@ void AddOptions(CLI::App& app, Args& a) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--init-from", a.init_from,
                  "start from these weights (safetensors, the record's tensor names) instead of "
-                 "the seed's initialisation");
-  app.add_option("--save", a.save, "write the final weights here (safetensors, record names)");
+                 "the seed's initialisation")->transform(ablate::PathFlag());
+  app.add_option("--save", a.save, "write the final weights here (safetensors, record names)")
+      ->transform(ablate::PathFlag());
   app.add_option("--save-every", a.save_every, "also overwrite --save every N steps")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-dir", a.checkpoint_dir,
-                 "write checkpoints (weights, optimizer, data position, timing) here");
+                 "write checkpoints (weights, optimizer, data position, timing) here")
+      ->transform(ablate::PathFlag());
   app.add_option("--checkpoint-every", a.checkpoint_every,
                  "checkpoint every 500steps, or every 30s / 10m / 1h of wall time (a unit is "
                  "required)");
   app.add_option("--resume", a.resume,
                  "continue from the newest readable checkpoint in DIR (none: start at step 0); "
-                 "checkpoints go on into DIR unless --checkpoint-dir says otherwise");
+                 "checkpoints go on into DIR unless --checkpoint-dir says otherwise")
+      ->transform(ablate::PathFlag());
   app.footer(kHelpFooter);
 }
 

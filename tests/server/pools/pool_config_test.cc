@@ -81,7 +81,8 @@ TEST(PoolConfigTest, EveryProblemWithItsPosition) {
       "    max_nodes: 0\n"
       "    time_limit: soon\n"
       "    idle_exit: 5 minutes\n"
-      "    worker: {work_dir: scratch}\n");
+      "    worker: {work_dir: scratch, data_dir: data, token_file: ./worker.token,\n"
+      "             binary: bin/ablate-worker}\n");
   EXPECT_THAT(e, HasSubstr("pools.yaml:2:5: pools[0].partition: is required"));
   EXPECT_THAT(e, HasSubstr("pools.yaml:3:11: pools[0].kind: unknown pool kind 'kubernetes'"));
   EXPECT_THAT(e, HasSubstr("pools.yaml:4:5: pools[0].partiton: unknown key 'partiton'; did you "
@@ -90,6 +91,11 @@ TEST(PoolConfigTest, EveryProblemWithItsPosition) {
   EXPECT_THAT(e, HasSubstr("pools.yaml:6:17: pools[0].time_limit: 'soon' is not a Slurm time"));
   EXPECT_THAT(e, HasSubstr("pools.yaml:7:16: pools[0].idle_exit: '5 minutes' is not a duration"));
   EXPECT_THAT(e, HasSubstr("pools.yaml:8:24: pools[0].worker.work_dir: must be an absolute path"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:8:43: pools[0].worker.data_dir: must be an absolute path"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:8:61: pools[0].worker.token_file: must be an absolute "
+                           "path"));
+  EXPECT_THAT(e, HasSubstr("pools.yaml:9:22: pools[0].worker.binary: must be a name on the "
+                           "nodes' $PATH or an absolute path"));
 }
 
 TEST(PoolConfigTest, WholeFileMistakes) {
