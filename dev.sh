@@ -24,13 +24,15 @@ DEMO_PACKAGES=(
   fortunes-min curl ca-certificates
 )
 # ... and what the tests add: PyTorch and SciPy (reference checks), clang (sanitizers, fuzzing),
-# Chromium (the dashboard's browser tests), Slurm (pools), the bundle's root filesystem tools.
+# Chromium (the dashboard's browser tests), Slurm and sshd (pools), the bundle's root
+# filesystem tools.
 PACKAGES=(
   "${DEMO_PACKAGES[@]}" git sqlite3
   python3 python3-torch python3-numpy python3-scipy python3-grpcio python3-protobuf
   openssl clang libclang-rt-14-dev libomp-dev
   chromium
   slurmctld slurmd slurm-client munge
+  openssh-server openssh-client
   patchelf mmdebstrap
 )
 # The programs the demo runs (`ablate up --demo`), which are also the ones a bundle ships.

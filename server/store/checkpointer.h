@@ -6,7 +6,9 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -26,6 +28,14 @@ namespace ablate {
 // writer or the readers. Should it fall behind (or fail: a full disk), the writer checkpoints
 // itself once the log reaches `inline_pages`, as SQLite would have, so the log stays bounded.
 //
+// On a data dir with little room the page thresholds come too late: a checkpoint copies the log
+// into the database file, which grows by up to the log's size, so a log that has taken the disk's
+// last free bytes can never be copied, never start over, and the store can write nothing again
+// (an 8 MiB data dir wedged that way for good, the filler that first filled it long gone). Given
+// `free_bytes` (what the data dir's file system has free), the writer's hook asks the thread for a
+// checkpoint once the log is a quarter of what is free and checkpoints itself at half, so the copy
+// always fits.
+//
 // Thread-safe. Must outlive every commit on `writer_db` (destroy the writer first).
 class Checkpointer {
  public:
@@ -44,10 +54,20 @@ class Checkpointer {
   // bench/coordinator/NOTES.md). At 10,000 single-point batches a second the log grows by about
   // 2,000 pages in one gap.
   static constexpr absl::Duration kGap = absl::Milliseconds(100);
+  // The free space is asked (one statvfs) after each commit that grew the log by this many pages
+  // since the last ask, or that found it started over.
+  static constexpr int kFreeCheckPages = 64;
 
-  // Takes `connection` (writable, same database as `writer_db`) and hooks `writer_db`.
+  // Bytes free on the database's file system, or < 0 when unknown (no space check then).
+  using FreeBytes = std::function<int64_t()>;
+  // The free space of the file system that holds `dir` (statvfs: what an unprivileged writer may
+  // still use).
+  static FreeBytes FreeBytesOf(std::string dir);
+
+  // Takes `connection` (writable, same database as `writer_db`) and hooks `writer_db`. Without
+  // `free_bytes`, only the page thresholds ask for checkpoints.
   Checkpointer(std::unique_ptr<Connection> connection, sqlite3* writer_db, int pages = kPages,
-               int inline_pages = kInlinePages);
+               int inline_pages = kInlinePages, FreeBytes free_bytes = {});
   // Stops the thread. The writer's connection must be closed first (it calls into this object).
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
@@ -73,6 +93,9 @@ class Checkpointer {
   const std::unique_ptr<Connection> connection_;  // used by the thread only
   const int pages_;
   const int inline_pages_;
+  const FreeBytes free_bytes_;
+  const int64_t page_bytes_;  // the database's page size
+  int checked_at_ = 0;        // the log's length at the last free-space ask (the writer's thread)
   mutable absl::Mutex mu_;
   bool wanted_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

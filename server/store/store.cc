@@ -171,7 +171,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(std::string path, StoreOption
   std::unique_ptr<Checkpointer> checkpointer;
   if (base.wal) {
     STORE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> own, Connection::Open(filename, base));
-    checkpointer = std::make_unique<Checkpointer>(std::move(own), writer_connection->handle());
+    const size_t slash = path.find_last_of('/');
+    checkpointer = std::make_unique<Checkpointer>(
+        std::move(own), writer_connection->handle(), Checkpointer::kPages,
+        Checkpointer::kInlinePages,
+        Checkpointer::FreeBytesOf(slash == std::string::npos ? "." : path.substr(0, slash + 1)));
   }
   auto fences = std::make_shared<FenceCache>();
   auto writer = std::make_unique<Writer>(std::move(writer_connection), options.max_batch,

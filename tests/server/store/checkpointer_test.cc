@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "server/store/connection.h"
 #include "store_test_util.h"
+#include "tests/hardening/small_disk.h"
 
 namespace ablate {
 namespace {
@@ -126,6 +127,64 @@ TEST(CheckpointerTest, AWriterFarBehindCheckpointsItselfSoTheLogStaysBounded) {
     writer.reset();  // the writer's connection closes before the Checkpointer goes
   }
   EXPECT_EQ(Rows(path), 200);
+}
+
+
+// Rewrites one row of 4 KiB `count` times, a transaction each: the database stays one row, the
+// log grows by a page or two per commit. Returns how many commits failed.
+int RewriteOneRow(Connection& c, int count, std::string* first_error) {
+  int failed = 0;
+  for (int i = 0; i < count; ++i) {
+    absl::StatusOr<Statement> stmt =
+        c.Prepare("INSERT OR REPLACE INTO t (v, pad) VALUES (1, randomblob(4096))");
+    if (!stmt.ok()) {
+      if (failed++ == 0) *first_error = stmt.status().ToString();
+      continue;
+    }
+    const absl::Status s = stmt->Run();
+    if (!s.ok() && failed++ == 0) *first_error = s.ToString();
+  }
+  return failed;
+}
+
+// The log of 3,000 commits is about 24 MiB, three times the disk, far below the page thresholds
+// (32 MiB, 128 MiB). Asked for the free room, the Checkpointer copies the log before it takes the
+// disk and every commit lands; without it, the log fills the disk and commits fail (the wedge).
+void RewriteOnASmallDisk(bool with_free_bytes, int* failed, std::string* first_error) {
+  testing::SmallDisk disk(8);
+  if (!disk.mounted()) GTEST_SKIP() << "needs a tmpfs mount (root): " << disk.error();
+  const std::string path = disk.path() + "/c.db";
+  std::unique_ptr<Connection> writer = Open(path);
+  ASSERT_TRUE(writer->Exec("CREATE TABLE t (v INTEGER PRIMARY KEY, pad BLOB)").ok());
+  {
+    Checkpointer checkpointer(Open(path), writer->handle(), Checkpointer::kPages,
+                              Checkpointer::kInlinePages,
+                              with_free_bytes ? Checkpointer::FreeBytesOf(disk.path())
+                                              : Checkpointer::FreeBytes{});
+    *failed = RewriteOneRow(*writer, 3000, first_error);
+    writer.reset();
+  }
+  if (with_free_bytes) {
+    EXPECT_EQ(Rows(path), 1);
+  }
+}
+
+TEST(CheckpointerTest, OnASmallDiskTheLogIsCopiedBeforeItFillsTheDisk) {
+  int failed = 0;
+  std::string first_error;
+  RewriteOnASmallDisk(/*with_free_bytes=*/true, &failed, &first_error);
+  if (IsSkipped()) return;
+  EXPECT_EQ(failed, 0) << "first: " << first_error;
+}
+
+// The twin that shows the test above can fail: the page thresholds alone let the log fill it.
+TEST(CheckpointerTest, WithoutTheFreeRoomTheLogFillsASmallDisk) {
+  int failed = 0;
+  std::string first_error;
+  RewriteOnASmallDisk(/*with_free_bytes=*/false, &failed, &first_error);
+  if (IsSkipped()) return;
+  EXPECT_GT(failed, 0);
+  EXPECT_NE(first_error.find("full"), std::string::npos) << first_error;
 }
 
 }  // namespace
