@@ -1,5 +1,8 @@
-// `ablate pools`: the coordinator's Slurm pools and each pilot allocation as the last squeue saw
-// it (ListPools): running or pending with Slurm's reason, nodes, time left, runs held or idle.
+// `ablate pools`: the coordinator's pools (ListPools). A Slurm pool with each pilot allocation as
+// the last squeue saw it: running or pending with Slurm's reason, nodes, time left, runs held or
+// idle. An ssh pool with each host: its state, its worker, its last start and last error.
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <string>
 
@@ -8,6 +11,12 @@
 
 namespace ablate {
 namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string TimeLeft(int64_t s) { return s < 0 ? "unlimited" : FormatDurationMs(s * 1000.0); }
 
@@ -18,7 +27,42 @@ std::string Activity(const v1::PoolAllocation& a) {
   return a.runs() > 0 ? "running, " + std::to_string(a.runs()) + " run(s)" : "running, idle";
 }
 
+// "up, 2 run(s)", "up, idle", "backoff (retry in 8 s)".
+std::string HostActivity(const v1::PoolHost& h, int64_t now_ms) {
+  if (h.state() == "up") {
+    if (!h.connected()) return "up, connecting";
+    return h.runs() > 0 ? "up, " + std::to_string(h.runs()) + " run(s)" : "up, idle";
+  }
+  if (h.state() == "backoff") {
+    return "backoff (retry in " + FormatDurationMs(std::max<int64_t>(0, h.retry_ms() - now_ms)) +
+           ")";
+  }
+  return h.state();
+}
+
+void PrintSshPool(const v1::Pool& p) {
+  std::cout << "pool " << p.name() << " (ssh): " << p.hosts_size() << " host(s), "
+            << p.gpus_per_node() << " GPUs per node\n";
+  if (!p.error().empty()) std::cout << "  error: " << p.error() << "\n";
+  const int64_t now = NowMs();
+  Table t({"HOST", "STATE", "WORKER", "START", "LAST ERROR"});
+  for (const v1::PoolHost& h : p.hosts()) {
+    std::string start = "-";
+    if (h.incarnation() > 0) {
+      start = "#" + std::to_string(h.incarnation());
+      if (h.last_start_ms() > 0) {
+        start += " in " + FormatDurationMs(double(h.last_start_ms())) +
+                 (h.last_start_copied() ? " (bundle copied)" : "");
+      }
+    }
+    t.AddRow({h.host(), HostActivity(h, now), h.incarnation() > 0 ? h.worker_id() : "-", start,
+              h.error().empty() ? "-" : h.error()});
+  }
+  t.Print(std::cout);
+}
+
 void PrintPool(const v1::Pool& p) {
+  if (p.kind() == "ssh") return PrintSshPool(p);
   std::cout << "pool " << p.name() << ": partition " << p.partition()
             << (p.account().empty() ? "" : ", account " + p.account()) << ", "
             << p.gpus_per_node() << " GPUs per node, at most " << p.max_nodes() << " node(s)\n";

@@ -22,6 +22,7 @@
 #include "server/core/change_feed.h"
 #include "server/http/dashboard_server.h"
 #include "server/http/web_root.h"
+#include "server/pools/pilot_job.h"
 #include "server/pools/pools_setup.h"
 #include "server/rpc/ablate_service.h"
 #include "server/rpc/token_auth.h"

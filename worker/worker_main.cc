@@ -34,7 +34,8 @@ using namespace ablate::worker;
 struct Flags {
   std::string coordinator, work_dir, token_file, tls_ca, gpus = "all", name, data_dir, trainer;
   bool slurm = false;
-  std::string pool;
+  std::string pool, ssh_host;
+  int64_t incarnation = 0;
   int64_t idle_exit_ms = 0;
   int cpu_slots = 1;
   int64_t heartbeat_ms = 0;
@@ -100,7 +101,15 @@ void AddFlags(CLI::App& app, Flags& f) {
                "run as a Slurm pilot (started by srun): the id names the allocation "
                "(slurm/CLUSTER/JOB.RESTART/NODE), GPUs come from CUDA_VISIBLE_DEVICES, run "
                "folders go to WORK_DIR/slurm-JOB.RESTART-NODE");
-  app.add_option("--pool", f.pool, "with --slurm: the coordinator's pool this pilot serves");
+  app.add_option("--pool", f.pool,
+                 "with --slurm or --ssh-host: the coordinator's pool this worker serves");
+  app.add_option("--ssh-host", f.ssh_host,
+                 "run as an ssh pool's worker (the coordinator starts it so): the id is "
+                 "ssh/POOL/HOST, HOST being the node's key in the pool; needs --pool and "
+                 "--incarnation");
+  app.add_option("--incarnation", f.incarnation,
+                 "with --ssh-host: which of the coordinator's starts on this host this is")
+      ->check(CLI::PositiveNumber);
   app.add_option("--idle-exit-ms", f.idle_exit_ms,
                  "exit after this long with nothing running and nothing to deliver (0: never)")
       ->check(CLI::NonNegativeNumber);
@@ -211,9 +220,12 @@ sigset_t BlockStopSignals() {
 // --work-dir. nullopt outside Slurm.
 absl::StatusOr<std::optional<SlurmIdentity>> ReadSlurm(Flags& f) {
   if (!f.slurm) {
-    if (!f.pool.empty()) return absl::InvalidArgumentError("--pool needs --slurm");
+    if (!f.pool.empty() && f.ssh_host.empty()) {
+      return absl::InvalidArgumentError("--pool needs --slurm or --ssh-host");
+    }
     return std::nullopt;
   }
+  if (!f.ssh_host.empty()) return absl::InvalidArgumentError("--ssh-host and --slurm exclude each other");
   absl::StatusOr<SlurmIdentity> s =
       ReadSlurmIdentity([](const char* name) { return std::getenv(name); }, f.pool);
   if (!s.ok()) return s.status();
@@ -270,7 +282,24 @@ struct Identity {
   std::string version;
   std::vector<ablate::v1::Gpu> gpus;
   std::optional<SlurmIdentity> slurm;
+  std::optional<ablate::v1::SshNode> ssh;
 };
+
+// Under --ssh-host: the ssh pool's node this worker is; nullopt without it.
+absl::StatusOr<std::optional<ablate::v1::SshNode>> ReadSsh(const Flags& f) {
+  if (f.ssh_host.empty()) {
+    if (f.incarnation != 0) return absl::InvalidArgumentError("--incarnation needs --ssh-host");
+    return std::nullopt;
+  }
+  if (f.pool.empty() || f.incarnation <= 0) {
+    return absl::InvalidArgumentError("--ssh-host needs --pool and --incarnation");
+  }
+  ablate::v1::SshNode node;
+  node.set_pool(f.pool);
+  node.set_host(f.ssh_host);
+  node.set_incarnation(f.incarnation);
+  return std::optional<ablate::v1::SshNode>(std::move(node));
+}
 
 ablate::v1::Hello MakeHello(const Flags& f, const Identity& me, DatasetLister& datasets,
                             const WorkerCore& core) {
@@ -284,6 +313,7 @@ ablate::v1::Hello MakeHello(const Flags& f, const Identity& me, DatasetLister& d
   for (const std::string& d : datasets()) hello.add_datasets(d);
   for (const auto& h : core.Held()) *hello.add_running() = h;
   if (me.slurm) *hello.mutable_slurm() = me.slurm->allocation;
+  if (me.ssh) *hello.mutable_ssh() = *me.ssh;
   return hello;
 }
 
@@ -325,11 +355,17 @@ int main(int argc, char** argv) {
   if (!slurm.ok()) return Die(std::string(slurm.status().message()));
   absl::StatusOr<std::vector<ablate::v1::Gpu>> gpus = PickGpus(f, *slurm);
   if (!gpus.ok()) return Die(std::string(gpus.status().message()));
+  absl::StatusOr<std::optional<ablate::v1::SshNode>> ssh = ReadSsh(f);
+  if (!ssh.ok()) return Die(std::string(ssh.status().message()));
   Identity me;
   me.slurm = *std::move(slurm);
+  me.ssh = *std::move(ssh);
   me.gpus = *std::move(gpus);
   me.host = HostName();
-  me.id = me.slurm ? me.slurm->worker_id : f.name.empty() ? me.host : f.name;
+  me.id = me.slurm  ? me.slurm->worker_id
+          : me.ssh  ? "ssh/" + me.ssh->pool() + "/" + me.ssh->host()
+          : f.name.empty() ? me.host
+                           : f.name;
   me.version = TrainerVersion(*trainer);
   WorkerCoreOptions core_options = CoreOptions(f, *trainer);
   absl::StatusOr<WorkerClientOptions> client_options = ClientOptions(f, *token);

@@ -173,6 +173,7 @@ void ToProto(const Worker& in, v1::Worker* out) {
 
 void ToProto(const WorkerAllocation& in, int64_t now_ms, v1::Worker* out) {
   out->set_draining(in.draining);
+  if (in.ssh) out->set_ssh_pool(in.pool);
   if (in.job_id == 0) return;
   out->set_slurm_pool(in.pool);
   out->set_slurm_job_id(in.job_id);

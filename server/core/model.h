@@ -152,6 +152,7 @@ struct WorkerAllocation {
   int64_t job_id = 0;      // 0 outside Slurm
   TimestampMs ends_ms = 0;  // when Slurm's time limit ends the allocation; 0 unknown
   bool draining = false;   // takes no new runs
+  bool ssh = false;        // an ssh pool's worker (`pool` is its pool, job_id 0)
 };
 
 // One training step of one attempt. Optional fields are absent when the trainer did not report

@@ -235,6 +235,7 @@ class Dispatcher {
     int slurm_restart = 0;
     std::string allocation;  // "cluster/job.restart"; "" outside Slurm
     std::string slurm_step;  // the step the worker runs as (SLURM_STEP_ID); "" outside Slurm
+    bool ssh = false;        // an ssh pool's (Hello.ssh): slurm_job_id stands for its host
     int64_t ends_ms = 0;
     int64_t registered_ms = 0;
     bool draining = false;

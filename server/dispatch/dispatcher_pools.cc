@@ -3,7 +3,11 @@
 // start in an allocation that ends first. The rest of the dispatcher is dispatcher.cc.
 #include <iostream>
 
+#include <algorithm>
+#include <climits>
+
 #include "server/core/slurm_worker_id.h"
+#include "server/core/ssh_worker_id.h"
 #include "server/dispatch/dispatcher.h"
 
 namespace ablate {
@@ -16,6 +20,15 @@ void Dispatcher::NoteSlurm(const v1::Hello& hello, int64_t now, WorkerState* w) 
   w->allocation.clear();
   w->slurm_job_id = 0;
   w->slurm_step.clear();
+  w->ssh = hello.has_ssh();
+  if (hello.has_ssh()) {
+    // One host of an ssh pool is one allocation; each start on it, one incarnation.
+    w->pool = hello.ssh().pool();
+    w->slurm_job_id = SshAllocationId(hello.ssh().host());
+    w->slurm_restart = static_cast<int>(std::min<int64_t>(hello.ssh().incarnation(), INT32_MAX));
+    w->allocation = SshWorkerId(hello.ssh().pool(), hello.ssh().host());
+    return;
+  }
   if (!hello.has_slurm()) return;
   const v1::SlurmAllocation& s = hello.slurm();
   w->pool = s.pool();
@@ -126,6 +139,10 @@ std::map<std::string, WorkerAllocation> Dispatcher::WorkerAllocations() const {
   std::map<std::string, WorkerAllocation> out;
   for (const auto& [worker_id, w] : workers_) {
     if (!w.session || (w.slurm_job_id == 0 && !w.draining)) continue;  // connected ones only
+    if (w.ssh) {
+      out[worker_id] = {w.pool, 0, 0, w.draining, /*ssh=*/true};
+      continue;
+    }
     out[worker_id] = {w.pool, w.slurm_job_id, w.slurm_job_id ? w.ends_ms : 0, w.draining};
   }
   return out;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/utf8_text.h"
+#include "server/core/ssh_worker_id.h"
 #include "server/dispatch/dispatcher.h"
 
 namespace ablate {
@@ -111,6 +112,20 @@ absl::Status Dispatcher::CheckHello(const v1::Hello& h) {
     s = CheckId("Hello.slurm.cluster", h.slurm().cluster(), true);
     if (s.ok()) s = CheckId("Hello.slurm.pool", h.slurm().pool(), true);
     if (s.ok()) s = CheckId("Hello.slurm.step_id", h.slurm().step_id(), true);
+  }
+  if (s.ok() && h.has_ssh()) {
+    s = CheckId("Hello.ssh.pool", h.ssh().pool(), false);
+    if (s.ok()) s = CheckId("Hello.ssh.host", h.ssh().host(), false);
+    if (s.ok() && h.has_slurm()) s = absl::InvalidArgumentError("Hello has both slurm and ssh");
+    if (s.ok() && h.ssh().incarnation() <= 0) {
+      s = absl::InvalidArgumentError("Hello.ssh.incarnation is not positive");
+    }
+    // The id says which node it is (as a Slurm pilot's says its allocation): no other may claim it.
+    if (s.ok() && h.worker_id() != SshWorkerId(h.ssh().pool(), h.ssh().host())) {
+      s = absl::InvalidArgumentError("Hello.worker_id '" + h.worker_id() + "' is not " +
+                                     SshWorkerId(h.ssh().pool(), h.ssh().host()) +
+                                     ", the id of the ssh node it names");
+    }
   }
   return s;
 }

@@ -23,12 +23,17 @@ class CommandRunner {
   virtual CommandOutput Run(const std::vector<std::string>& argv) = 0;
 };
 
-// fork/exec with pipes; killed after `timeout`.
+// fork/exec with pipes; killed after `timeout`. Output is read until the command exits, not
+// until every process that inherited its pipes has closed them: ssh's ControlPersist master
+// (ssh_transport.h) outlives the ssh that started it and keeps stderr open.
 class ProcessRunner : public CommandRunner {
  public:
   explicit ProcessRunner(std::chrono::milliseconds timeout = std::chrono::seconds(60))
       : timeout_(timeout) {}
-  CommandOutput Run(const std::vector<std::string>& argv) override;
+  CommandOutput Run(const std::vector<std::string>& argv) override { return Run(argv, ""); }
+  // With `input` on the command's standard input (then closed): how a secret reaches a remote
+  // file without appearing on any command line.
+  CommandOutput Run(const std::vector<std::string>& argv, const std::string& input);
 
  private:
   const std::chrono::milliseconds timeout_;

@@ -22,6 +22,29 @@
 //       container: {runtime: pyxis, image: /shared/ablate.sqsh, mounts: [], args: []}
 //                                 # optional: the worker runs in this image (pool_container.h)
 //
+// An `ssh` pool (issue 38) is a list of rented nodes the coordinator reaches with OpenSSH:
+//
+//   pools:
+//     - name: rented
+//       kind: ssh
+//       hosts: [ubuntu@203.0.113.5, ubuntu@203.0.113.6:2222]   # user@host[:port]
+//       identity_file: /home/me/.ssh/id_ed25519   # optional: ssh's own defaults otherwise
+//       known_hosts: /home/me/.ssh/known_hosts    # optional: ssh's default file otherwise
+//       host_keys: strict         # strict (default): a host must be in known_hosts already;
+//                                 # accept-new: a host seen the first time is added
+//       ssh_args: []              # passed through to ssh and scp (-o ProxyJump=..., ...)
+//       gpus_per_node: 8
+//       min_nodes: 0              # workers kept up even with nothing to run
+//       idle_exit: 10m            # a node's worker with no work for this long is stopped
+//       bundle: dist/ablate-0.1.0-linux-x86_64.tar.gz   # ./dev.sh dist; relative to this file
+//       worker: {bundle_dir: /opt/ablate, work_dir: /scratch/ablate, data_dir: /data,
+//                checkpoint_dir: /scratch/ckpt, token_file: /etc/ablate/worker.token,
+//                cpu_slots: 1, args: []}
+//
+// For an ssh pool, worker.token_file is the coordinator's own file: its token is written to a
+// 0600 file on each node over the SSH channel, never on a command line; bundle_dir is where each
+// bundle version is unpacked on the nodes (BUNDLE_DIR/SHA256/).
+//
 // Core logic: no I/O, no gRPC, no SQLite.
 #ifndef ABLATE_SERVER_POOLS_POOL_CONFIG_H_
 #define ABLATE_SERVER_POOLS_POOL_CONFIG_H_
@@ -36,18 +59,47 @@
 
 namespace ablate {
 
-// How a pilot starts its worker.
+enum class PoolKind { kSlurm, kSsh };
+
+// How a pilot (or an ssh pool's node) starts its worker.
 struct PoolWorkerConfig {
-  std::string binary = "ablate-worker";
+  std::string binary = "ablate-worker";  // slurm only (ssh: BUNDLE_DIR/SHA256/bin/ablate-worker)
   std::string work_dir;    // per pilot a sub-folder of it; required
   std::string data_dir;    // "" = the worker's default (WORK_DIR/data)
   std::string token_file;  // "" = no worker token
+  std::string bundle_dir;  // ssh only; required there
+  std::string checkpoint_dir;  // ssh only; "" = runs of sweeps with checkpoint_every keep none
   int cpu_slots = 1;       // concurrent CPU-only runs per node
   std::vector<std::string> args;  // appended to the worker's command line
 };
 
+// One node of an ssh pool: "user@host:port" as written, and its parts.
+struct SshHost {
+  std::string text;  // as in the pools file
+  std::string user;  // "" = ssh's default
+  std::string host;  // a name, an IPv4 address, or an IPv6 address without its brackets
+  int port = 0;      // 0 = ssh's default
+  // [A-Za-z0-9._-] form of the host, unique in its pool: the node's worker is
+  // "ssh/POOL/KEY".
+  std::string key;
+};
+
+struct PoolSshConfig {
+  std::vector<SshHost> hosts;
+  std::string identity_file;  // "" = ssh's defaults
+  std::string known_hosts;    // "" = ssh's default file
+  bool accept_new_host_keys = false;
+  std::vector<std::string> ssh_args;
+  std::string bundle;  // the coordinator's bundle (.tar.gz); relative to the pools file
+  int min_nodes = 0;
+};
+
+// `user@host[:port]` (an IPv6 address in brackets); INVALID_ARGUMENT saying what is wrong.
+absl::StatusOr<SshHost> ParseSshHost(std::string_view text);
+
 struct PoolConfig {
   std::string name;
+  PoolKind kind = PoolKind::kSlurm;
   std::string partition;
   std::string account;  // "" = the user's default
   std::string qos;      // "" = the default
@@ -60,6 +112,7 @@ struct PoolConfig {
   std::vector<std::string> sbatch_args;
   PoolWorkerConfig worker;
   PoolContainerConfig container;  // runtime kNone: no container
+  PoolSshConfig ssh;              // kind kSsh only; max_nodes is then its number of hosts
 };
 
 // Parses a pools file. INVALID_ARGUMENT listing every problem, one per line as

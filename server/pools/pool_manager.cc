@@ -1,71 +1,80 @@
-// The pools loop: squeue -> fence -> sacct for what left -> demand -> scaler -> sbatch/scancel.
+// The pools' loops: per provider, demand from the store -> the provider's pass.
 #include "server/pools/pool_manager.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 
-#include "common/clock.h"
-#include "server/pools/pilot_job.h"
+#include "server/pools/scaler.h"
+#include "server/pools/slurm_provider.h"
+#include "server/pools/ssh_provider.h"
 
 namespace ablate {
-namespace {
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-// "sbatch failed (exit 1): sbatch: error: ..."
-std::string Failure(const std::string& what, const CommandOutput& out) {
-  return what + " failed (exit " + std::to_string(out.exit_code) + "): " +
-         Trimmed(out.err.empty() ? out.out : out.err);
-}
-
-void Log(const std::string& line) { std::cerr << "ablate-coordinator: pools: " << line << std::endl; }
-
-// Why a pool's queued runs wait on Slurm, from its pending pilots ("" when none is pending).
-std::string PendingReason(const std::string& pool, const std::vector<PilotStatus>& pilots) {
-  std::string jobs;
-  int n = 0;
-  for (const PilotStatus& p : pilots) {
-    if (!p.job.pending()) continue;
-    if (++n <= 3) {
-      jobs += (jobs.empty() ? "" : ", ") + std::string("job ") + std::to_string(p.job.id) + " (" +
-              p.job.reason + ")";
-    }
-  }
-  if (n == 0) return "";
-  return "waiting for Slurm: pool '" + pool + "' has " + std::to_string(n) +
-         " pending allocation(s): " + jobs + (n > 3 ? ", ..." : "");
-}
-
-}  // namespace
 
 PoolManager::PoolManager(std::vector<PoolConfig> pools, CommandRunner* slurm, Store* store,
                          Dispatcher* dispatcher, PoolManagerOptions options)
-    : options_(std::move(options)), slurm_(slurm), store_(store), dispatcher_(dispatcher) {
+    : options_(std::move(options)), store_(store), dispatcher_(dispatcher) {
+  std::vector<PoolConfig> slurm_pools;
   for (PoolConfig& p : pools) {
-    std::string name = p.name;
-    pools_[name].config = std::move(p);
+    configs_[p.name] = p;
+    if (p.kind == PoolKind::kSlurm) {
+      slurm_pools.push_back(std::move(p));
+      continue;
+    }
+    if (control_dir_.empty()) {
+      control_dir_ = options_.ssh_control_dir;
+      if (control_dir_.empty()) {
+        char tmpl[] = "/tmp/ablate-ssh-XXXXXX";
+        if (char* made = ::mkdtemp(tmpl)) control_dir_ = made;
+      }
+    }
+    SshProviderOptions o;
+    o.coordinator_address = options_.coordinator_address;
+    o.control_dir = control_dir_;
+    o.poll_ms = options_.ssh_poll_ms;
+    auto loop = std::make_unique<ProviderLoop>();
+    loop->provider = std::make_unique<SshProvider>(std::move(p), dispatcher, o);
+    loops_.push_back(std::move(loop));
+  }
+  if (!slurm_pools.empty()) {
+    SlurmProviderOptions o;
+    o.coordinator_id = options_.coordinator_id;
+    o.coordinator_address = options_.coordinator_address;
+    o.poll_ms = options_.poll_ms;
+    o.min_poll_ms = std::min(options_.min_poll_ms, options_.poll_ms);
+    auto loop = std::make_unique<ProviderLoop>();
+    loop->provider =
+        std::make_unique<SlurmProvider>(std::move(slurm_pools), slurm, dispatcher, o);
+    loop->slurm = true;
+    loops_.push_back(std::move(loop));
+  }
+  for (const auto& loop : loops_) {
+    for (const std::string& name : loop->provider->pools()) by_pool_[name] = loop->provider.get();
   }
 }
 
-PoolManager::~PoolManager() { Stop(); }
+PoolManager::~PoolManager() {
+  Stop();
+  loops_.clear();  // the providers close their connections
+  if (!control_dir_.empty() && options_.ssh_control_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(control_dir_, ec);
+  }
+}
 
 void PoolManager::Start() {
-  std::vector<std::string> work_dirs;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [name, p] : pools_) work_dirs.push_back(p.config.worker.work_dir);
-  }
-  for (const std::string& dir : work_dirs) {
+  for (const auto& [name, config] : configs_) {
+    if (config.kind != PoolKind::kSlurm) continue;
     // Where sbatch writes the pilots' output; on a cluster usually a shared file system.
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
+    std::filesystem::create_directories(config.worker.work_dir, ec);
   }
-  loop_ = std::thread([this] { Loop(); });
+  for (const auto& loop : loops_) {
+    ProviderLoop* l = loop.get();
+    l->thread = std::thread([this, l] { Loop(l); });
+  }
 }
 
 void PoolManager::Stop() {
@@ -73,174 +82,72 @@ void PoolManager::Stop() {
     absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  if (loop_.joinable()) loop_.join();
-}
-
-void PoolManager::Kick() {
-  {
-    absl::MutexLock lock(&mu_);
-    kicked_ = true;
+  for (const auto& loop : loops_) {
+    if (loop->thread.joinable()) loop->thread.join();
   }
 }
 
-void PoolManager::Loop() {
-  const absl::Duration poll = absl::Milliseconds(options_.poll_ms);
-  const absl::Duration min_poll =
-      absl::Milliseconds(std::min(options_.min_poll_ms, options_.poll_ms));
+void PoolManager::Kick() {
+  absl::MutexLock lock(&mu_);
+  for (const auto& loop : loops_) loop->kicked = true;
+}
+
+void PoolManager::Loop(ProviderLoop* loop) {
+  PoolProvider& p = *loop->provider;
+  const absl::Duration poll = absl::Milliseconds(p.poll_ms());
+  const absl::Duration min_poll = absl::Milliseconds(std::min(p.min_poll_ms(), p.poll_ms()));
+  auto woken = [this, loop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || loop->kicked; };
   mu_.Lock();
   while (!stop_) {
     const absl::Time polled = absl::Now();
+    loop->kicked = false;
     mu_.Unlock();
-    PollOnce();
+    PollProvider(p);
     mu_.Lock();
-    mu_.AwaitWithDeadline(absl::Condition(this, &PoolManager::StoppingOrKicked), polled + poll);
-    // Rate limit: a burst of submissions costs one squeue, not one each.
-    mu_.AwaitWithDeadline(absl::Condition(&stop_), polled + min_poll);
-    kicked_ = false;
+    mu_.AwaitWithDeadline(absl::Condition(&woken), polled + poll);
+    // Rate limit (Slurm): a burst of submissions costs one squeue, not one each.
+    if (min_poll > absl::ZeroDuration()) {
+      mu_.AwaitWithDeadline(absl::Condition(&stop_), polled + min_poll);
+    }
   }
   mu_.Unlock();
 }
 
-CommandOutput PoolManager::Slurm(const std::vector<std::string>& argv) {
-  {
-    absl::MutexLock lock(&mu_);
-    ++calls_;
+void PoolManager::PollOnce() {
+  for (const auto& loop : loops_) PollProvider(*loop->provider);
+}
+
+void PoolManager::PollProvider(PoolProvider& provider) {
+  const int64_t seen_ms = options_.clock->WallMs();
+  std::map<std::string, PoolWant> want;
+  std::map<int64_t, std::string> queued_pool;
+  if (absl::Status s = Demand(&want, &queued_pool); !s.ok()) {
+    std::cerr << "ablate-coordinator: pools: reading the queue: " << s.message() << std::endl;
   }
-  return slurm_->Run(argv);
+  provider.Poll(want, seen_ms);
+  absl::MutexLock lock(&mu_);
+  // Each loop replaces its own pools' entries only.
+  const std::vector<std::string> mine = provider.pools();
+  for (auto it = queued_pool_.begin(); it != queued_pool_.end();) {
+    if (std::find(mine.begin(), mine.end(), it->second) != mine.end()) {
+      it = queued_pool_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [run, pool] : queued_pool) {
+    if (std::find(mine.begin(), mine.end(), pool) != mine.end()) queued_pool_[run] = pool;
+  }
 }
 
 int64_t PoolManager::slurm_calls() const {
-  absl::MutexLock lock(&mu_);
-  return calls_;
+  for (const auto& loop : loops_) {
+    if (loop->slurm) return loop->provider->commands();
+  }
+  return 0;
 }
 
-void PoolManager::PollOnce() {
-  const int64_t seen_ms = options_.clock->WallMs();
-  std::optional<Pilots> pilots = ReadPilots();
-  if (!pilots) return;  // squeue failed (logged): nothing is fenced
-  for (const auto& [name, config] : pilots->configs) {
-    Fence(name, pilots->by_pool[name], seen_ms);
-  }
-  LogFinalStates(pilots->gone);
-  std::string error;
-  std::map<int64_t, std::string> queued_pool;
-  std::vector<int64_t> cancel;
-  std::map<std::string, PoolState> next = Scale(*pilots, &queued_pool, &cancel, &error);
-  if (!cancel.empty()) CancelPilots(cancel, &error);
-  absl::MutexLock lock(&mu_);
-  for (auto& [name, st] : next) pools_[name] = std::move(st);
-  queued_pool_ = std::move(queued_pool);
-  polled_ms_ = seen_ms;
-  if (!error.empty() && error != error_) Log(error);
-  error_ = error;
-}
-
-std::optional<PoolManager::Pilots> PoolManager::ReadPilots() {
-  CommandOutput q = Slurm(SqueueArgs(PilotJobName(options_.coordinator_id)));
-  absl::StatusOr<std::vector<SlurmJob>> jobs =
-      q.exit_code == 0 ? ParseSqueue(q.out)
-                       : absl::StatusOr<std::vector<SlurmJob>>(
-                             absl::UnavailableError(Failure("squeue", q)));
-  absl::MutexLock lock(&mu_);
-  if (!jobs.ok()) {
-    // Nothing is fenced on a failed poll: an unreachable controller says nothing about the jobs.
-    if (error_ != jobs.status().message()) Log(std::string(jobs.status().message()));
-    error_ = std::string(jobs.status().message());
-    return std::nullopt;
-  }
-  Pilots p;
-  std::set<int64_t> current;
-  for (const auto& [name, pool] : pools_) p.configs[name] = pool.config;
-  for (const SlurmJob& j : *jobs) {
-    std::optional<PilotTag> tag = ParsePilotTag(j.comment);
-    if (!tag || tag->coordinator != options_.coordinator_id || !pools_.count(tag->pool)) continue;
-    p.by_pool[tag->pool].push_back(j);
-    p.tags[j.id] = *tag;
-    current.insert(j.id);
-  }
-  for (int64_t id : known_jobs_) {
-    if (!current.count(id)) p.gone.insert(id);
-  }
-  known_jobs_ = current;
-  return p;
-}
-
-std::map<std::string, PoolManager::PoolState> PoolManager::Scale(
-    Pilots& pilots, std::map<int64_t, std::string>* queued_pool, std::vector<int64_t>* cancel,
-    std::string* error) {
-  std::map<std::string, std::vector<int>> runs;
-  if (absl::Status s = Demand(&runs, queued_pool); !s.ok()) {
-    *error = "reading the queue: " + std::string(s.message());
-  }
-  std::map<std::string, int64_t> sweep_hint;
-  for (const auto& [run_id, pool] : *queued_pool) {
-    // The oldest sweep with queued runs names the pilots it asks for (their comment).
-    absl::StatusOr<Run> r = store_->GetRun(run_id);
-    if (r.ok() && !sweep_hint.count(pool)) sweep_hint[pool] = r->sweep_id;
-  }
-  std::map<std::string, PoolState> next;
-  for (const auto& [name, config] : pilots.configs) {
-    PoolState& st = next[name];
-    st.config = config;
-    std::map<int64_t, int> busy = dispatcher_->RunsByAllocation(name);
-    for (const SlurmJob& j : pilots.by_pool[name]) {
-      st.pilots.push_back({j, pilots.tags[j.id], busy[j.id]});
-    }
-    ScalerDecision d = ScalePool({config.gpus_per_node, config.worker.cpu_slots, config.max_nodes},
-                                 runs[name], HeldAllocations(pilots.by_pool[name]));
-    st.wanted = d.wanted;
-    st.unplaceable = d.unplaceable;
-    st.waiting = PendingReason(name, st.pilots);
-    if (std::string e = Apply(st, d, sweep_hint[name], cancel); !e.empty()) *error = e;
-  }
-  return next;
-}
-
-void PoolManager::CancelPilots(const std::vector<int64_t>& cancel, std::string* error) {
-  std::vector<std::string> argv = {"scancel"};
-  std::string ids;
-  for (int64_t id : cancel) {
-    argv.push_back(std::to_string(id));
-    ids += " " + std::to_string(id);
-  }
-  CommandOutput c = Slurm(argv);
-  if (c.exit_code != 0) *error = Failure("scancel", c);
-  Log("cancelled pending pilot(s) no run needs any more:" + ids);
-}
-
-void PoolManager::Fence(const std::string& pool, const std::vector<SlurmJob>& jobs,
-                        int64_t seen_ms) {
-  std::map<int64_t, Dispatcher::RunningAllocation> running;
-  for (const SlurmJob& j : jobs) {
-    if (!j.running()) continue;
-    running[j.id] = {j.restart_count, j.time_left_s ? seen_ms + *j.time_left_s * 1000 : 0};
-  }
-  dispatcher_->FenceAllocations(pool, running, seen_ms,
-                                "its Slurm allocation is no longer running (squeue)");
-}
-
-void PoolManager::LogFinalStates(const std::set<int64_t>& gone) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (gone.empty() || !accounting_) return;
-  }
-  CommandOutput out = Slurm(SacctArgs({gone.begin(), gone.end()}));
-  if (out.exit_code != 0) {
-    if (AccountingDisabled(out.err)) {
-      Log("the cluster keeps no accounting: pilots that leave the queue are taken as ended");
-      absl::MutexLock lock(&mu_);
-      accounting_ = false;
-    } else {
-      Log(Failure("sacct", out));
-    }
-    return;
-  }
-  absl::StatusOr<std::map<int64_t, std::string>> states = ParseSacct(out.out);
-  if (!states.ok()) return Log(std::string(states.status().message()));
-  for (const auto& [id, state] : *states) Log("pilot job " + std::to_string(id) + " ended: " + state);
-}
-
-absl::Status PoolManager::Demand(std::map<std::string, std::vector<int>>* runs,
+absl::Status PoolManager::Demand(std::map<std::string, PoolWant>* want,
                                  std::map<int64_t, std::string>* queued_pool) {
   std::map<int64_t, absl::StatusOr<Sweep>> sweeps;
   std::map<int64_t, int> wanting;  // sweep -> runs that want to run now
@@ -254,56 +161,39 @@ absl::Status PoolManager::Demand(std::map<std::string, std::vector<int>>* runs,
       if (it == sweeps.end()) it = sweeps.emplace(r.sweep_id, store_->GetSweep(r.sweep_id)).first;
       if (!it->second.ok() || it->second->pool.empty()) continue;
       ++wanting[r.sweep_id];
-      if (state == RunState::kQueued) (*queued_pool)[r.id] = it->second->pool;
+      if (state == RunState::kQueued) {
+        (*queued_pool)[r.id] = it->second->pool;
+        // The oldest sweep with queued runs names the pilots it asks for (their comment).
+        int64_t& hint = (*want)[it->second->pool].sweep_hint;
+        if (hint == 0 || r.sweep_id < hint) hint = r.sweep_id;
+      }
     }
   }
   for (const auto& [sweep_id, n] : wanting) {
     const Sweep& sw = *sweeps.at(sweep_id);
     int count = sw.max_concurrent > 0 ? std::min(n, sw.max_concurrent) : n;
-    for (int i = 0; i < count; ++i) (*runs)[sw.pool].push_back(sw.gpus_per_run);
+    for (int i = 0; i < count; ++i) (*want)[sw.pool].runs.push_back(sw.gpus_per_run);
   }
   return absl::OkStatus();
 }
 
-std::string PoolManager::Apply(const PoolState& pool, const ScalerDecision& d, int64_t sweep_hint,
-                               std::vector<int64_t>* cancel) {
-  cancel->insert(cancel->end(), d.cancel.begin(), d.cancel.end());
-  for (const auto& [nodes, count] : d.submit) {
-    for (int i = 0; i < count; ++i) {
-      PilotTag tag{options_.coordinator_id, pool.config.name, nodes, sweep_hint};
-      CommandOutput out =
-          Slurm(PilotSbatchArgs(pool.config, tag, options_.coordinator_address));
-      absl::StatusOr<int64_t> id =
-          out.exit_code == 0 ? ParseSbatchJobId(out.out)
-                             : absl::StatusOr<int64_t>(absl::UnavailableError(Failure("sbatch", out)));
-      if (!id.ok()) return std::string(id.status().message());
-      Log("submitted pilot job " + std::to_string(*id) + " to pool '" + pool.config.name + "' (" +
-          std::to_string(nodes) + " node(s), partition " + pool.config.partition + ")");
-    }
-  }
-  return "";
-}
-
 absl::Status PoolManager::CheckSweep(const Sweep& sweep, bool runs_scripts) {
   if (sweep.pool.empty()) return absl::OkStatus();
-  PoolConfig config;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = pools_.find(sweep.pool);
-    if (it == pools_.end()) {
-      std::string names;
-      for (const auto& [name, p] : pools_) names += (names.empty() ? "" : ", ") + name;
-      return absl::InvalidArgumentError("pool: '" + sweep.pool +
-                                        "' is not a pool of this coordinator (its pools: " +
-                                        (names.empty() ? "none" : names) + ")");
-    }
-    config = it->second.config;
+  auto it = configs_.find(sweep.pool);
+  if (it == configs_.end()) {
+    std::string names;
+    for (const auto& [name, p] : configs_) names += (names.empty() ? "" : ", ") + name;
+    return absl::InvalidArgumentError("pool: '" + sweep.pool +
+                                      "' is not a pool of this coordinator (its pools: " +
+                                      (names.empty() ? "none" : names) + ")");
   }
+  const PoolConfig& config = it->second;
   const std::vector<std::string>& args = config.worker.args;
   if (runs_scripts && std::find(args.begin(), args.end(), "--allow-scripts") == args.end()) {
     return absl::InvalidArgumentError(
-        "pool: '" + config.name +
-        "': its pilots run no scripts and this sweep runs one; add --allow-scripts to the "
+        "pool: '" + config.name + "': its " +
+        (config.kind == PoolKind::kSsh ? "workers" : "pilots") +
+        " run no scripts and this sweep runs one; add --allow-scripts to the "
         "pool's worker.args (worker: {args: [--allow-scripts]}) where everyone who may submit "
         "may run code on its nodes");
   }
@@ -319,35 +209,42 @@ absl::Status PoolManager::CheckSweep(const Sweep& sweep, bool runs_scripts) {
   if (nodes > config.max_nodes) {
     return absl::InvalidArgumentError("pool: " + runs + " need " + std::to_string(nodes) +
                                       " nodes; pool '" + config.name + "' holds at most " +
-                                      std::to_string(config.max_nodes) + " (max_nodes)");
+                                      std::to_string(config.max_nodes) +
+                                      (config.kind == PoolKind::kSsh ? " (its hosts)"
+                                                                     : " (max_nodes)"));
   }
-  CommandOutput test = Slurm(PilotTestArgs(config, nodes));
-  if (test.exit_code != 0) {
-    return absl::InvalidArgumentError(
-        "pool: Slurm will never run " + runs + " (" + std::to_string(nodes) +
-        " node(s) of partition " + config.partition + "): " + Trimmed(test.err));
-  }
-  return absl::OkStatus();
+  return by_pool_.at(config.name)->CheckShape(config, nodes, sweep.gpus_per_run);
 }
 
 std::vector<PoolStatus> PoolManager::Snapshot() const {
-  absl::MutexLock lock(&mu_);
-  std::vector<PoolStatus> out;
-  for (const auto& [name, p] : pools_) {
-    out.push_back({p.config, p.pilots, p.wanted, polled_ms_, error_});
+  std::map<std::string, PoolStatus> by_name;
+  for (const auto& loop : loops_) {
+    for (PoolStatus& s : loop->provider->Snapshot()) {
+      std::string name = s.config.name;
+      by_name[name] = std::move(s);
+    }
   }
+  std::vector<PoolStatus> out;
+  for (auto& [name, s] : by_name) out.push_back(std::move(s));
   return out;
 }
 
 void PoolManager::AddWaitingReasons(std::map<int64_t, std::string>* by_run) const {
-  absl::MutexLock lock(&mu_);
-  for (const auto& [run_id, pool] : queued_pool_) {
-    auto it = pools_.find(pool);
-    if (it == pools_.end() || it->second.waiting.empty()) continue;
+  std::map<int64_t, std::string> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    queued = queued_pool_;
+  }
+  std::map<std::string, std::string> waiting;
+  for (const auto& [name, provider] : by_pool_) waiting[name] = provider->Waiting(name);
+  for (const auto& [run_id, pool] : queued) {
+    auto it = waiting.find(pool);
+    if (it == waiting.end() || it->second.empty()) continue;
     auto mine = by_run->find(run_id);
-    // The dispatcher's own reasons (max_concurrent, a dataset) stay; "no worker" becomes Slurm's.
+    // The dispatcher's own reasons (max_concurrent, a dataset) stay; "no worker" becomes the
+    // pool's.
     if (mine == by_run->end() || mine->second.starts_with("no worker of pool")) {
-      (*by_run)[run_id] = it->second.waiting;
+      (*by_run)[run_id] = it->second;
     }
   }
 }

@@ -17,7 +17,24 @@ absl::StatusOr<std::vector<PoolConfig>> ReadPoolsFile(const std::string& path) {
   if (!in) return absl::NotFoundError("cannot read --pools file " + path);
   std::stringstream text;
   text << in.rdbuf();
-  return ParsePoolsConfig(text.str(), path);
+  absl::StatusOr<std::vector<PoolConfig>> pools = ParsePoolsConfig(text.str(), path);
+  if (!pools.ok()) return pools;
+  // An ssh pool's coordinator-side files are relative to the pools file, wherever the
+  // coordinator was started.
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
+  for (PoolConfig& p : *pools) {
+    if (p.kind != PoolKind::kSsh) continue;
+    for (std::string* f : {&p.ssh.bundle, &p.ssh.identity_file, &p.ssh.known_hosts}) {
+      if (!f->empty() && (*f)[0] != '/') *f = (dir / *f).lexically_normal().string();
+    }
+    if (std::ifstream bundle(p.ssh.bundle); !bundle) {
+      return absl::InvalidArgumentError("--pools file " + path + ": pool '" + p.name +
+                                        "': bundle " + p.ssh.bundle +
+                                        " cannot be read (make it with ./dev.sh dist)");
+    }
+  }
+  return pools;
 }
 
 std::string DefaultCoordinatorId(const std::string& data_dir) {
@@ -54,6 +71,21 @@ v1::Pool PoolToProto(const PoolStatus& s) {
   p.set_polled_ms(s.polled_ms);
   p.set_error(s.error);
   for (const auto& [nodes, count] : s.wanted) (*p.mutable_wanted())[nodes] = count;
+  p.set_kind(s.config.kind == PoolKind::kSsh ? "ssh" : "slurm");
+  for (const SshHostStatus& h : s.hosts) {
+    v1::PoolHost* out = p.add_hosts();
+    out->set_host(h.host);
+    out->set_state(h.state);
+    out->set_incarnation(h.incarnation);
+    out->set_runs(h.runs);
+    out->set_connected(h.connected);
+    out->set_error(h.error);
+    out->set_since_ms(h.since_ms);
+    out->set_retry_ms(h.retry_ms);
+    out->set_last_start_ms(h.last_start_ms);
+    out->set_last_start_copied(h.last_start_copied);
+    out->set_worker_id("ssh/" + s.config.name + "/" + h.key);
+  }
   for (const PilotStatus& pilot : s.pilots) {
     v1::PoolAllocation* a = p.add_allocations();
     a->set_job_id(pilot.job.id);
