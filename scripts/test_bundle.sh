@@ -11,19 +11,11 @@
 # Exit 0: passed; 77: cannot run here (not root, no mmdebstrap); anything else: failed.
 set -euo pipefail
 BUNDLE=$(readlink -f "${1:?usage: scripts/test_bundle.sh BUNDLE.tar.gz}")
-CACHE=${ABLATE_ROOTFS_CACHE:-$HOME/.cache/ablate}
-ROOTFS_TAR=$CACHE/bullseye-minbase.tar
-
 if [ "$(id -u)" -ne 0 ] || ! command -v mmdebstrap >/dev/null || ! command -v unshare >/dev/null; then
   echo "test_bundle.sh: SKIP: needs root, mmdebstrap and unshare" >&2
   exit 77
 fi
-if [ ! -f "$ROOTFS_TAR" ]; then
-  mkdir -p "$CACHE"
-  echo "test_bundle.sh: making the Debian 11 root filesystem in $ROOTFS_TAR" >&2
-  mmdebstrap --quiet --variant=minbase bullseye "$ROOTFS_TAR.part.tar"
-  mv "$ROOTFS_TAR.part.tar" "$ROOTFS_TAR"
-fi
+ROOTFS_TAR=$("$(dirname "$0")/debian11_rootfs.sh")
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

@@ -7,6 +7,10 @@
 // start). Skipped, naming the reason, where sshd cannot run (not root, not installed).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <filesystem>
@@ -354,6 +358,75 @@ TEST_F(SshPoolE2eTest, BadHostsAreMarkedWithWhatToDo) {
   EXPECT_NE(table.out.find("bad"), std::string::npos) << table.out;
   json sweeps = cli_.Json({"sweeps"});
   EXPECT_TRUE(sweeps["sweeps"].empty()) << sweeps.dump();
+}
+
+// A node on an older system: the host's sessions run in a Debian 11 root filesystem (glibc
+// 2.31, none of the build's libraries), where the copied bundle must run the worker and a run.
+TEST_F(SshPoolE2eTest, ANodeOnDebian11RunsTheCopiedBundle) {
+  ProcessResult tar = RunProcess({ABLATE_SOURCE_DIR "/scripts/debian11_rootfs.sh"}, {}, 600s);
+  if (tar.exit_code == 77) GTEST_SKIP() << tar.err;
+  ASSERT_EQ(tar.exit_code, 0) << tar.err;
+  std::string tar_path = tar.out.substr(0, tar.out.find('\n'));
+  // ChrootDirectory wants every folder above the root owned by root and writable by it alone,
+  // which /tmp is not: the node lives beside the cached tarball.
+  std::string base = fs::path(tar_path).parent_path().string() + "/ssh-node-XXXXXX";
+  ASSERT_NE(::mkdtemp(base.data()), nullptr);
+  const std::string node = base;
+  struct Cleanup {
+    std::string node;
+    ~Cleanup() {
+      // What still runs in the tree (a session, a worker shutting down) goes first.
+      for (const auto& e : fs::directory_iterator("/proc")) {
+        std::error_code ec;
+        if (fs::read_symlink(e.path() / "root", ec).string() == node) {
+          ::kill(std::stoi(e.path().filename().string()), SIGKILL);
+        }
+      }
+      std::this_thread::sleep_for(200ms);
+      // Unmounted first; never removed while /proc is mounted in it.
+      if (::umount2((node + "/proc").c_str(), MNT_DETACH) == 0 || errno == EINVAL) {
+        std::error_code ec;
+        fs::remove_all(node, ec);
+      }
+    }
+  } cleanup{node};
+  ASSERT_EQ(RunProcess({"/bin/tar", "-C", node, "-xf", tar_path}, {}, 300s).exit_code, 0);
+  fs::permissions(node, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  ASSERT_EQ(::mount("proc", (node + "/proc").c_str(), "proc", 0, nullptr), 0)
+      << std::strerror(errno);
+  fs::copy(Root() + "/datasets", node + "/srv/datasets", fs::copy_options::recursive);
+  hosts_.push_back(std::make_unique<SshdHost>(Root() + "/sshd-old"));
+  SshdHost* old = hosts_.back().get();
+  old->UseClientKey(Root() + "/id");
+  old->UseChroot(node);
+  std::string error;
+  ASSERT_TRUE(old->Start(&error)) << error;
+  // Paths on the node are the chroot's own.
+  std::string pool = Pool("rented", {old});
+  for (auto [from, to] : {std::pair<std::string, std::string>{Root() + "/node/opt", "/opt/ablate"},
+                          {Root() + "/node/work", "/srv/work"},
+                          {Root() + "/datasets", "/srv/datasets"}}) {
+    pool.replace(pool.find(from), from.size(), to);
+  }
+  StartCoordinator(pool);
+  WriteFile(Root() + "/spec.yaml",
+            "name: old-node\nbaseline: {preset: r20-sub3min, scale: tiny, set: "
+            "{num_iterations: 20, muon.momentum_warmup_steps: 4}}\nseeds: 1\ngpus_per_run: 0\n"
+            "dataset: debian-text\nmax_attempts: 1\npool: rented\n");
+  ProcessResult submit = cli_.Run({"submit", Root() + "/spec.yaml"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  json r = cli_.WaitFor({"run", "1"}, Succeeded, 240s);
+  EXPECT_TRUE(Succeeded(r)) << r.dump() << "\n" << Hosts("rented").dump(1);
+  EXPECT_EQ(r.value("worker_id", ""), "ssh/rented/" + Key(old));
+  // It ran from the copy in the Debian 11 tree, on its loader and glibc.
+  EXPECT_TRUE(ReadFile(node + "/etc/debian_version").starts_with("11")) << "not a Debian 11 tree";
+  bool copied = false;
+  for (const auto& e : fs::directory_iterator(node + "/opt/ablate")) {
+    copied = copied || fs::exists(e.path() / ".complete");
+  }
+  EXPECT_TRUE(copied) << "no bundle under the node's /opt/ablate";
+  WaitHosts("rented", [](const json& h) { return h.size() == 1 && h[0]["state"] == "down"; }, 60s);
 }
 
 TEST_F(SshPoolE2eTest, APoolsFileWithABadHostIsRefusedAtStart) {

@@ -93,7 +93,8 @@ bool SshdHost::Start(std::string* error) {
                   "/host_key\nPidFile " + dir_ + "/sshd.pid\nAuthorizedKeysFile " + dir_ +
                   "/authorized_keys\nPermitRootLogin prohibit-password\n"
                   "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
-                  "StrictModes no\nSubsystem sftp internal-sftp\nLogLevel VERBOSE\n");
+                  "StrictModes no\nSubsystem sftp internal-sftp\nLogLevel VERBOSE\n" +
+                  (chroot_.empty() ? "" : "ChrootDirectory " + chroot_ + "\n"));
     sshd_ = std::make_unique<Subprocess>(
         std::vector<std::string>{kSshd, "-D", "-e", "-f", dir_ + "/sshd_config"}, dir_);
     for (int i = 0; i < 100; ++i) {

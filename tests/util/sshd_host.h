@@ -30,6 +30,9 @@ class SshdHost {
   // Uses `key` (and key.pub) as the authorized client key instead of a key of its own; before
   // Start.
   void UseClientKey(const std::string& key);
+  // Sessions run chrooted in `root` (sshd's ChrootDirectory: it and every folder above it
+  // root-owned and writable by root alone): a node with another system's files; before Start.
+  void UseChroot(const std::string& root) { chroot_ = root; }
 
   int port() const { return port_; }
   // "root@127.0.0.1:PORT", as a pools file lists it.
@@ -39,7 +42,7 @@ class SshdHost {
   std::string known_hosts_line() const;
 
  private:
-  std::string dir_, client_key_;
+  std::string dir_, client_key_, chroot_;
   int port_ = 0;
   std::unique_ptr<Subprocess> sshd_;
 };
