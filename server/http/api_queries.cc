@@ -47,6 +47,10 @@ absl::StatusOr<v1::ListWorkersResponse> ApiQueries::ListWorkers() {
   return Call(&AblateServiceImpl::ListWorkers, v1::ListWorkersRequest());
 }
 
+absl::StatusOr<v1::ListPoolsResponse> ApiQueries::ListPools() {
+  return Call(&AblateServiceImpl::ListPools, v1::ListPoolsRequest());
+}
+
 absl::StatusOr<v1::ListPresetsResponse> ApiQueries::ListPresets() {
   return Call(&AblateServiceImpl::ListPresets, v1::ListPresetsRequest());
 }

@@ -33,6 +33,7 @@ class ApiQueries {
   absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& req);
   absl::StatusOr<v1::Run> GetRun(int64_t run_id);
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers();
+  absl::StatusOr<v1::ListPoolsResponse> ListPools();
   absl::StatusOr<v1::ListPresetsResponse> ListPresets();
 
   // The run's curve as JSON (metrics_json.h), downsampled to `max_points` (>= 2) per series as

@@ -227,6 +227,10 @@ void AddApiRoutes(httplib::Server& http, const RouteContext& ctx) {
     if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
     return AsJson(q.ListWorkers());
   });
+  GetPlain(http, "/api/pools", [&q](const httplib::Request& req) {
+    if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
+    return AsJson(q.ListPools());
+  });
   GetPlain(http, "/api/presets", [&q](const httplib::Request& req) {
     if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
     return AsJson(q.ListPresets());
