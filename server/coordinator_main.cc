@@ -406,8 +406,9 @@ void AddSchedulingOptions(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--pools", f.pools_file,
-                 "YAML file of Slurm pools: the coordinator asks Slurm for allocations running "
-                 "ablate-worker --slurm for sweeps that say `pool: NAME` (see the README)")
+                 "YAML file of pools for sweeps that say `pool: NAME`: Slurm pools (the "
+                 "coordinator asks Slurm for allocations running ablate-worker --slurm) and ssh "
+                 "pools (it starts ablate-worker on rented nodes over SSH); see the README")
       ->transform(ablate::PathFlag());
   app.add_option("--coordinator-id", f.coordinator_id,
                  "names this coordinator's pilot jobs (ablate-ID); default: a hash of the host "

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,7 +26,9 @@ absl::StatusOr<std::vector<PoolConfig>> ReadPoolsFile(const std::string& path) {
   const std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
   for (PoolConfig& p : *pools) {
     if (p.kind != PoolKind::kSsh) continue;
+    const char* home = std::getenv("HOME");
     for (std::string* f : {&p.ssh.bundle, &p.ssh.identity_file, &p.ssh.known_hosts}) {
+      if (f->starts_with("~/") && home && *home) *f = std::string(home) + f->substr(1);
       if (!f->empty() && (*f)[0] != '/') *f = (dir / *f).lexically_normal().string();
     }
     if (std::ifstream bundle(p.ssh.bundle); !bundle) {

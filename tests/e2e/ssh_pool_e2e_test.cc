@@ -442,5 +442,24 @@ TEST_F(SshPoolE2eTest, APoolsFileWithABadHostIsRefusedAtStart) {
   EXPECT_NE(r.err.find("99999"), std::string::npos) << r.err;
 }
 
+// The README's example pools file parses; started from a fresh clone (no ./dev.sh dist yet), the
+// coordinator says which bundle it lacks and how to make it.
+TEST_F(SshPoolE2eTest, TheExamplePoolsFileNamesTheBundleItNeeds) {
+  // A copy in a fresh folder: the bundle it names (../dist/...) is not there, whatever this
+  // checkout has built.
+  fs::create_directories(Root() + "/clone/examples");
+  const std::string example = Root() + "/clone/examples/pools-rented.yaml";
+  fs::copy_file(ABLATE_SOURCE_DIR "/examples/pools-rented.yaml", example);
+  ProcessResult r = RunProcess({ABLATE_COORDINATOR_BIN, "--listen", "127.0.0.1:0", "--data-dir",
+                                Root() + "/coord", "--http", "off", "--pools", example},
+                               {}, 30s);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("pool 'rented': bundle " + Root() +
+                       "/clone/dist/ablate-0.1.0-linux-x86_64.tar.gz cannot be read (make it "
+                       "with ./dev.sh dist)"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace ablate::testing
