@@ -47,6 +47,7 @@ struct Args {
   bool csv = false;
   std::string plan_target, effect, sd;
   ablate::DecomposeOptions decompose;
+  std::vector<std::string> pool_action;  // ablate pools ACTION POOL [HOST]
 };
 
 void AddGlobalOptions(CLI::App& app, Args& a) {
@@ -86,11 +87,19 @@ void AddSweepCommands(CLI::App& app, Args& a) {
 }
 
 // workers, pools.
-void AddClusterCommands(CLI::App& app) {
+void AddClusterCommands(CLI::App& app, Args& a) {
   app.add_subcommand("workers", "list worker nodes, GPUs and heartbeats");
-  app.add_subcommand(
-      "pools", "Slurm pools and their pilot allocations: running or pending (Slurm's reason), "
-               "nodes, time left, idle");
+  CLI::App* pools = app.add_subcommand(
+      "pools", "the coordinator's pools: Slurm pilot allocations (running or pending with "
+               "Slurm's reason, nodes, time left) and ssh hosts (state, worker, last start, "
+               "last error); `pools drain|release|resume POOL [HOST]` holds or frees an ssh "
+               "pool's hosts");
+  pools->add_option("ACTION", a.pool_action,
+                    "drain POOL [HOST]: no new runs, its worker stops once idle; release POOL "
+                    "[HOST]: its worker stops now, its runs requeued uncharged; resume POOL "
+                    "[HOST]: brought up again when runs want it (a bad host is tried again). "
+                    "Without HOST: every host of the pool")
+      ->expected(0, 3);
 }
 
 void AddUpCommand(CLI::App& app, Args& a) {
@@ -191,7 +200,7 @@ int RunWithServer(const std::string& name, ablate::Client& c, const Args& a) {
   if (name == "watch") return ablate::WatchCommand(c, a.id);
   if (name == "cancel") return ablate::CancelCommand(c, a.id);
   if (name == "workers") return ablate::WorkersCommand(c);
-  if (name == "pools") return ablate::PoolsCommand(c);
+  if (name == "pools") return ablate::PoolsCommand(c, a.pool_action);
   if (name == "compare") return ablate::CompareCommand(c, a.id, a.metric, a.csv);
   if (name == "records") return ablate::RecordsCommand(c, a.csv);
   if (name == "plan") return ablate::PlanCommand(c, a.plan_target, a.effect, a.sd);
@@ -209,7 +218,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   AddGlobalOptions(app, a);
   AddSweepCommands(app, a);
-  AddClusterCommands(app);
+  AddClusterCommands(app, a);
   AddLocalCommands(app, a);
   AddAnalysisCommands(app, a);
   try {

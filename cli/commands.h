@@ -20,7 +20,8 @@ int RunCommand(Client& c, int64_t id);
 int WatchCommand(Client& c, int64_t id);
 int CancelCommand(Client& c, int64_t id);
 int WorkersCommand(Client& c);
-int PoolsCommand(Client& c);  // pools_command.cc
+// `pools`, or `pools drain|release|resume POOL [HOST]` with `action` those words.
+int PoolsCommand(Client& c, const std::vector<std::string>& action = {});  // pools_command.cc
 // Statistics per variant against the baseline; metric is "time", "loss" or "both"
 // (compare_command.cc). Table, or CSV with `csv`, or JSON with --json.
 int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool csv);

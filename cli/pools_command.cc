@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/table.h"
@@ -83,7 +84,25 @@ void PrintPool(const v1::Pool& p) {
 
 }  // namespace
 
-int PoolsCommand(Client& c) {
+int PoolsCommand(Client& c, const std::vector<std::string>& action) {
+  if (!action.empty()) {
+    if (action.size() < 2 ||
+        (action[0] != "drain" && action[0] != "release" && action[0] != "resume")) {
+      std::cerr << "ablate pools: expected `ablate pools drain|release|resume POOL [HOST]`\n";
+      return kExitUsage;
+    }
+    v1::PoolActionRequest req;
+    req.set_action(action[0]);
+    req.set_pool(action[1]);
+    if (action.size() > 2) req.set_host(action[2]);
+    v1::PoolActionResponse resp;
+    if (std::optional<int> done =
+            c.Call(&Client::Stub::PoolAction, req, &resp, "pool " + action[1])) {
+      return *done;
+    }
+    std::cout << resp.message() << "\n";
+    return kExitOk;
+  }
   v1::ListPoolsRequest req;
   v1::ListPoolsResponse resp;
   if (std::optional<int> done = c.Call(&Client::Stub::ListPools, req, &resp, "listing pools")) {

@@ -216,6 +216,20 @@ absl::Status PoolManager::CheckSweep(const Sweep& sweep, bool runs_scripts) {
   return by_pool_.at(config.name)->CheckShape(config, nodes, sweep.gpus_per_run);
 }
 
+absl::StatusOr<std::string> PoolManager::Act(const std::string& pool, const std::string& host,
+                                             const std::string& action) {
+  auto it = by_pool_.find(pool);
+  if (it == by_pool_.end()) {
+    std::string names;
+    for (const auto& [name, p] : configs_) names += (names.empty() ? "" : ", ") + name;
+    return absl::NotFoundError("'" + pool + "' is not a pool of this coordinator (its pools: " +
+                               (names.empty() ? "none" : names) + ")");
+  }
+  absl::StatusOr<std::string> done = it->second->Act(pool, host, action);
+  if (done.ok()) Kick();
+  return done;
+}
+
 std::vector<PoolStatus> PoolManager::Snapshot() const {
   std::map<std::string, PoolStatus> by_name;
   for (const auto& loop : loops_) {

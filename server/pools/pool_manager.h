@@ -66,6 +66,10 @@ class PoolManager {
   // not (no --allow-scripts in the pool's worker.args).
   absl::Status CheckSweep(const Sweep& sweep, bool runs_scripts = false);
 
+  // Drain, release or resume an ssh pool's host ("" = every host); the pool's loop acts at once.
+  absl::StatusOr<std::string> Act(const std::string& pool, const std::string& host,
+                                  const std::string& action);
+
   std::vector<PoolStatus> Snapshot() const;
   // Adds, for queued runs of pool sweeps, why they wait on their pool (pending pilots and their
   // reasons, hosts coming up or bad), replacing the dispatcher's generic reason.

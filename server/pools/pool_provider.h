@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "server/pools/pool_config.h"
 #include "server/pools/slurm_output.h"
 
@@ -75,6 +76,15 @@ class PoolProvider {
   virtual std::vector<PoolStatus> Snapshot() const = 0;
   // Why the pool's queued runs wait ("" when the provider has nothing to add).
   virtual std::string Waiting(const std::string& pool) const = 0;
+  // `ablate pools drain|release|resume POOL [HOST]`: what was done, in words.
+  virtual absl::StatusOr<std::string> Act(const std::string& pool, const std::string& host,
+                                          const std::string& action) {
+    (void)host;
+    (void)action;
+    return absl::FailedPreconditionError(
+        "pool '" + pool + "' is a Slurm pool: its pilots are Slurm's jobs (scancel --signal=USR1 "
+        "drains one, scancel releases it)");
+  }
   // External commands run so far (squeue, ssh, ...), for the benches.
   virtual int64_t commands() const = 0;
 };

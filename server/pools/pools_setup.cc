@@ -128,6 +128,11 @@ void AddPoolHooks(const std::unique_ptr<PoolManager>* manager, bool pools_config
     }
     return out;
   };
+  hooks->pool_action = [manager](const std::string& pool, const std::string& host,
+                                 const std::string& action) -> absl::StatusOr<std::string> {
+    if (!*manager) return absl::UnavailableError("the coordinator's pools are starting; retry");
+    return (*manager)->Act(pool, host, action);
+  };
   auto waiting = hooks->waiting_reasons;
   hooks->waiting_reasons = [manager, waiting] {
     std::map<int64_t, std::string> reasons = waiting ? waiting() : std::map<int64_t, std::string>{};

@@ -247,7 +247,51 @@ absl::Status SshProvider::StopWorker(Host& h) {
   return h.ssh->Check(out, "stopping its worker");
 }
 
+absl::StatusOr<std::string> SshProvider::Act(const std::string& pool, const std::string& host,
+                                             const std::string& action) {
+  std::vector<const SshHost*> chosen;
+  std::string names;
+  for (const SshHost& h : config_.ssh.hosts) {
+    names += (names.empty() ? "" : ", ") + h.text;
+    if (host.empty() || host == h.text || host == h.key) chosen.push_back(&h);
+  }
+  if (chosen.empty()) {
+    return absl::NotFoundError("'" + host + "' is not a host of ssh pool '" + pool +
+                               "' (its hosts: " + names + ")");
+  }
+  std::string done;
+  absl::MutexLock lock(&mu_);
+  for (const SshHost* h : chosen) {
+    const std::string worker = SshWorkerId(config_.name, h->key);
+    if (action == "resume") {
+      holds_.erase(h->key);
+      resumed_.insert(h->key);
+    } else {
+      holds_[h->key] = action;
+    }
+    // The dispatcher stops (or resumes) giving it runs at once, before the loop's pass.
+    dispatcher_->OnDraining(worker, action != "resume");
+    done += (done.empty() ? "" : "; ") + h->text + ": " +
+            (action == "drain"     ? "drained: no new runs, its worker stops once idle"
+             : action == "release" ? "released: its worker stops now, its runs are requeued"
+                                   : "resumed: brought up again when runs want it");
+  }
+  SshLog("ssh pool '" + config_.name + "': " + done);
+  return done;
+}
+
 void SshProvider::Poll(const std::map<std::string, PoolWant>& want, int64_t seen_ms) {
+  std::set<std::string> resumed;
+  {
+    absl::MutexLock lock(&mu_);
+    holds_seen_ = holds_;
+    resumed.swap(resumed_);
+  }
+  for (Host& h : hosts_) {
+    if (!resumed.count(h.host.key)) continue;
+    h.failures = 0;
+    if (h.status.state == "bad" || h.status.state == "backoff") SetState(h, "down", seen_ms);
+  }
   // 1. What each host's worker is doing.
   for (Host& h : hosts_) {
     const std::string was = h.status.state;
@@ -332,6 +376,7 @@ void SshProvider::Poll(const std::map<std::string, PoolWant>& want, int64_t seen
   int to_start = std::max(0, keep - static_cast<int>(held.size()));
   for (Host& h : hosts_) {
     if (to_start == 0) break;
+    if (holds_seen_.count(h.host.key)) continue;
     const std::string& st = h.status.state;
     if (!(st == "down" || (st == "backoff" && seen_ms >= h.status.retry_ms))) continue;
     absl::Status s = BringUp(h, seen_ms);
@@ -347,16 +392,28 @@ void SshProvider::Poll(const std::map<std::string, PoolWant>& want, int64_t seen
     --to_start;
   }
 
-  // 4. Stop workers idle for idle_exit beyond what is wanted.
+  // 4. Held hosts: a released worker stops now, a drained one once idle. Then workers idle for
+  // idle_exit beyond what is wanted.
+  for (Host& h : hosts_) {
+    auto hold = holds_seen_.find(h.host.key);
+    if (hold == holds_seen_.end() || h.status.state != "up") continue;
+    const std::string worker = SshWorkerId(config_.name, h.host.key);
+    dispatcher_->OnDraining(worker, true);  // again: a reconnected worker's Hello clears it
+    if (hold->second == "drain" && h.status.runs > 0) continue;
+    if (!StopWorker(h).ok()) continue;
+    SshLog("ssh pool '" + config_.name + "': stopping the " + hold->second + "ed worker on " +
+           h.host.text);
+    SetState(h, "stopping", seen_ms);
+  }
   int up = 0;
   for (Host& h : hosts_) {
-    if (h.status.state != "up") continue;
+    if (h.status.state != "up" || holds_seen_.count(h.host.key)) continue;
     ++up;
     if (h.status.runs > 0 || !h.status.connected) h.idle_since_ms = seen_ms;
   }
   for (auto it = hosts_.rbegin(); it != hosts_.rend() && up > keep; ++it) {
     Host& h = *it;
-    if (h.status.state != "up" || seen_ms - h.idle_since_ms < config_.idle_exit_ms) continue;
+    if (h.status.state != "up" || holds_seen_.count(h.host.key) || seen_ms - h.idle_since_ms < config_.idle_exit_ms) continue;
     if (absl::Status s = StopWorker(h); !s.ok()) continue;
     SshLog("ssh pool '" + config_.name + "': stopping idle worker on " + h.host.text + " (idle " +
         std::to_string((seen_ms - h.idle_since_ms) / 1000) + " s)");
@@ -373,6 +430,11 @@ void SshProvider::Publish(const std::map<int, int>& wanted, int64_t seen_ms) {
   int usable = 0;
   for (const Host& h : hosts_) {
     hosts.push_back(h.status);
+    // A held host that is down shows its hold.
+    if (auto hold = holds_seen_.find(h.host.key);
+        hold != holds_seen_.end() && h.status.state == "down") {
+      hosts.back().state = hold->second == "drain" ? "drained" : "released";
+    }
     if (h.status.state == "starting") starting += (starting.empty() ? "" : ", ") + h.host.text;
     if (h.status.state != "bad") ++usable;
     if (h.status.state == "bad" && bad.empty()) bad = h.status.error;

@@ -24,7 +24,9 @@
 #ifndef ABLATE_SERVER_POOLS_SSH_PROVIDER_H_
 #define ABLATE_SERVER_POOLS_SSH_PROVIDER_H_
 
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,11 @@ class SshProvider : public PoolProvider {
   absl::Status CheckShape(const PoolConfig& config, int nodes, int gpus_per_run) override;
   std::vector<PoolStatus> Snapshot() const override;
   std::string Waiting(const std::string& pool) const override;
+  // drain: the host's worker takes no new runs and is stopped once idle; release: it is stopped
+  // now (SIGTERM: it gives its runs back, requeued uncharged); both hold the host down until
+  // resume, which also gives a host marked bad another try. `host` "" is every host.
+  absl::StatusOr<std::string> Act(const std::string& pool, const std::string& host,
+                                  const std::string& action) override;
   int64_t commands() const override;
 
  private:
@@ -97,6 +104,7 @@ class SshProvider : public PoolProvider {
   std::string token_;
   std::string token_error_;
   std::vector<Host> hosts_;  // the loop's own
+  std::map<std::string, std::string> holds_seen_;  // the loop's copy of holds_ for this pass
 
   mutable absl::Mutex mu_;
   std::vector<SshHostStatus> published_ ABSL_GUARDED_BY(mu_);
@@ -104,6 +112,8 @@ class SshProvider : public PoolProvider {
   int64_t polled_ms_ ABSL_GUARDED_BY(mu_) = 0;
   std::string waiting_ ABSL_GUARDED_BY(mu_);
   int64_t calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::string> holds_ ABSL_GUARDED_BY(mu_);  // host key -> drain|release
+  std::set<std::string> resumed_ ABSL_GUARDED_BY(mu_);  // host keys resumed since the last pass
 };
 
 }  // namespace ablate

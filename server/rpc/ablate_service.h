@@ -44,6 +44,10 @@ struct ServiceHooks {
   std::function<absl::Status(const Sweep&, bool runs_scripts)> check_sweep;
   // The pools and their allocations (ListPools); unset: the coordinator has no pools.
   std::function<std::vector<v1::Pool>()> list_pools;
+  // PoolAction: what was done in words, or the error (unset: no pools).
+  std::function<absl::StatusOr<std::string>(const std::string& pool, const std::string& host,
+                                            const std::string& action)>
+      pool_action;
 };
 
 class AblateServiceImpl final
@@ -87,6 +91,8 @@ class AblateServiceImpl final
                            v1::ListPresetsResponse* resp) override;
   grpc::Status ListPools(grpc::ServerContext* ctx, const v1::ListPoolsRequest* req,
                          v1::ListPoolsResponse* resp) override;  // ablate_service_pools.cc
+  grpc::Status PoolAction(grpc::ServerContext* ctx, const v1::PoolActionRequest* req,
+                          v1::PoolActionResponse* resp) override;  // ablate_service_pools.cc
   // Defined in ablate_service_compare.cc: thin handlers over the views of server/compare/
   // (compare_queries.h, plan_queries.h).
   grpc::Status CompareSweep(grpc::ServerContext* ctx, const v1::CompareSweepRequest* req,
