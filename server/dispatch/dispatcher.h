@@ -157,14 +157,17 @@ class Dispatcher {
   // their restart count and end time (ms since the epoch, 0 unknown). Every worker of the pool
   // that registered before `seen_ms` and whose allocation is not among them (or is an older
   // incarnation) is fenced: it is assigned nothing more and its attempts are requeued at once,
-  // not charged, with `why` as the reason. Returns the fenced workers' ids.
+  // not charged, with `why` as the reason. With `exact` (ssh pools, whose coordinator made every
+  // start itself) a newer incarnation than the one running is fenced too. Returns the fenced
+  // workers' ids.
   struct RunningAllocation {
     int restart_count = 0;
     int64_t ends_ms = 0;
   };
   std::vector<std::string> FenceAllocations(const std::string& pool,
                                             const std::map<int64_t, RunningAllocation>& running,
-                                            int64_t seen_ms, const std::string& why);
+                                            int64_t seen_ms, const std::string& why,
+                                            bool exact = false);
   // The pool's connected workers by Slurm job id: how many runs each job's workers hold now.
   std::map<int64_t, int> RunsByAllocation(const std::string& pool) const;
   // By worker id, for ListWorkers: each connected worker's Slurm allocation (pool, job, when it

@@ -98,7 +98,7 @@ void Dispatcher::OnDraining(const std::string& worker_id, bool draining) {
 
 std::vector<std::string> Dispatcher::FenceAllocations(
     const std::string& pool, const std::map<int64_t, RunningAllocation>& running, int64_t seen_ms,
-    const std::string& why) {
+    const std::string& why, bool exact) {
   std::vector<std::string> fenced;
   std::vector<std::pair<std::string, int64_t>> lost;
   {
@@ -106,7 +106,8 @@ std::vector<std::string> Dispatcher::FenceAllocations(
     for (auto& [worker_id, w] : workers_) {
       if (w.pool != pool || w.slurm_job_id == 0) continue;
       auto it = running.find(w.slurm_job_id);
-      if (it != running.end() && it->second.restart_count <= w.slurm_restart) {
+      if (it != running.end() && (exact ? it->second.restart_count == w.slurm_restart
+                                        : it->second.restart_count <= w.slurm_restart)) {
         if (it->second.ends_ms > 0) w.ends_ms = it->second.ends_ms;
         continue;
       }

@@ -116,6 +116,11 @@ absl::Status Dispatcher::CheckHello(const v1::Hello& h) {
   if (s.ok() && h.has_ssh()) {
     s = CheckId("Hello.ssh.pool", h.ssh().pool(), false);
     if (s.ok()) s = CheckId("Hello.ssh.host", h.ssh().host(), false);
+    // A pool's host keys are [A-Za-z0-9._-] (pool_config.h): no '/' to make another id of.
+    if (s.ok() && (h.ssh().host().find_first_of(":/@+=") != std::string::npos ||
+                   h.ssh().pool().find_first_of(":/@+=") != std::string::npos)) {
+      s = absl::InvalidArgumentError("Hello.ssh's pool and host are letters, digits and ._-");
+    }
     if (s.ok() && h.has_slurm()) s = absl::InvalidArgumentError("Hello has both slurm and ssh");
     if (s.ok() && h.ssh().incarnation() <= 0) {
       s = absl::InvalidArgumentError("Hello.ssh.incarnation is not positive");

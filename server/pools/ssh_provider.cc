@@ -355,7 +355,8 @@ void SshProvider::Poll(const std::map<std::string, PoolWant>& want, int64_t seen
   }
   dispatcher_->FenceAllocations(config_.name, running, seen_ms,
                                 "the worker its ssh pool started on that node is gone (dead, "
-                                "restarted or its host unreachable; see `ablate pools`)");
+                                "restarted or its host unreachable; see `ablate pools`)",
+                                /*exact=*/true);
 
   // 3. Bring up hosts for the runs that wait, and min_nodes.
   std::map<int64_t, int> busy = dispatcher_->RunsByAllocation(config_.name);

@@ -299,6 +299,23 @@ TEST_F(SshPoolE2eTest, TwoHostsRunASweepThroughAKilledWorkerAndALostHost) {
   }
   EXPECT_TRUE(Processes({"--ssh-host", Root()}).empty()) << "a worker outlived idle_exit";
   EXPECT_TRUE(Processes({"run.sh", Root()}).empty()) << "a wrapper outlived idle_exit";
+
+  // A second sweep on the now warm hosts (the bundle there, no worker up): how long to its first
+  // run, for the closing note beside the fresh start above.
+  const auto again = std::chrono::steady_clock::now();
+  cli_.Submit(Root() + "/spec2.yaml",
+              "name: warm\nbaseline: {preset: r20-sub3min, scale: tiny, set: {num_iterations: "
+              "20, muon.momentum_warmup_steps: 4}}\nseeds: 1\ngpus_per_run: 0\n"
+              "dataset: debian-text\nmax_attempts: 1\npool: rented\n");
+  json warm = cli_.WaitFor({"run", "7"}, [](const json& r) {
+    return r["state"] == "RUN_RUNNING" || r["state"] == "RUN_SUCCEEDED";
+  }, 120s);
+  std::cerr << "warm hosts: sweep submitted -> first run started: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - again)
+                   .count()
+            << " ms\n";
+  EXPECT_TRUE(cli_.WaitFor({"run", "7"}, Succeeded, 120s).is_object());
 }
 
 // A restarted coordinator finds the worker it started and adopts it (no second start).

@@ -21,22 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A loopback port nobody listens on now (the OS picks it; the socket is closed again).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 std::string HostName() {
   char buf[256] = {};
   return gethostname(buf, sizeof buf - 1) == 0 ? buf : "localhost";
@@ -103,7 +87,7 @@ bool SlurmCluster::WriteConfig(std::string* error) {
   // The controller's address given with its name: slurmd then never resolves the host name,
   // which a container or a fresh chroot often cannot (no /etc/hosts line for it).
   conf << "ClusterName=" << cluster_name_ << "\nSlurmctldHost=" << host << "(127.0.0.1)"
-       << "\nSlurmctldPort=" << FreePort() << "\nSlurmUser=root\nAuthType=auth/munge\n"
+       << "\nSlurmctldPort=" << FreeLoopbackPort() << "\nSlurmUser=root\nAuthType=auth/munge\n"
        << "AuthInfo=socket=" << d << "/munge.sock,cred_expire=10\n"
        << "CredType=cred/munge\nStateSaveLocation=" << d << "/spool/ctld\n"
        << "SlurmdSpoolDir=" << d << "/spool/d-%n\nSlurmctldPidFile=" << d
@@ -119,7 +103,7 @@ bool SlurmCluster::WriteConfig(std::string* error) {
        << "KillWait=5\nMinJobAge=30\n";
   for (int i = 0; i < options_.nodes; ++i) {
     conf << "NodeName=" << NodeName(i) << " NodeHostname=" << host
-         << " NodeAddr=127.0.0.1 Port=" << FreePort() << " CPUs=" << options_.cpus_per_node
+         << " NodeAddr=127.0.0.1 Port=" << FreeLoopbackPort() << " CPUs=" << options_.cpus_per_node
          << " RealMemory=10000 Gres=gpu:" << options_.gpus_per_node << "\n";
   }
   const std::string nodes = "n[1-" + std::to_string(options_.nodes) + "]";

@@ -19,22 +19,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 constexpr const char* kSshd = "/usr/sbin/sshd";
 
-// A port nothing listens on now (the OS's choice); sshd binds it just after.
-int FreeSshPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 bool Accepts(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -87,7 +71,7 @@ bool SshdHost::Start(std::string* error) {
   fs::create_directories("/run/sshd");  // its privilege separation folder
   const int again = port_;
   for (int tries = 0; tries < 5; ++tries) {
-    port_ = again != 0 ? again : FreeSshPort();
+    port_ = again != 0 ? again : FreeLoopbackPort();
     WriteFile(dir_ + "/sshd_config",
               "Port " + std::to_string(port_) + "\nListenAddress 127.0.0.1\nHostKey " + dir_ +
                   "/host_key\nPidFile " + dir_ + "/sshd.pid\nAuthorizedKeysFile " + dir_ +

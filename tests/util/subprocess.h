@@ -61,6 +61,9 @@ class TempDir {
 };
 
 std::string ReadFile(const std::string& path);
+// A loopback TCP port nobody listens on now (the OS picks it; the socket is closed again), for a
+// daemon the test starts on it just after; 0 when none could be had.
+int FreeLoopbackPort();
 void WriteFile(const std::string& path, const std::string& text);
 
 }  // namespace ablate::testing

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "server/core/placement.h"
+#include "server/core/ssh_worker_id.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/sweep/sweep_spec.h"
 
@@ -196,6 +197,56 @@ TEST_F(DispatcherPoolsTest, AllocationsSqueueNoLongerShowsAreFenced) {
   fenced = dispatcher_->FenceAllocations("lab", running, clock_.WallMs(), "requeued");
   EXPECT_EQ(fenced, std::vector<std::string>{"slurm/lab/8.0/0"});
   EXPECT_EQ(RunOf(1).state, RunState::kQueued);
+}
+
+// An ssh pool's worker (issue 38): its pool's runs go to it, and it is fenced unless it is
+// exactly the start its coordinator made last (a stale or a made-up newer incarnation alike).
+v1::Hello SshHello(const std::string& host, int64_t incarnation) {
+  v1::Hello h;
+  h.set_cpu_slots(1);
+  for (int i = 0; i < 8; ++i) h.add_gpus()->set_index(i);
+  h.add_datasets("d");
+  h.mutable_ssh()->set_pool("rented");
+  h.mutable_ssh()->set_host(host);
+  h.mutable_ssh()->set_incarnation(incarnation);
+  h.set_worker_id(SshWorkerId("rented", host));
+  return h;
+}
+
+TEST_F(DispatcherPoolsTest, SshWorkersServeTheirPoolAndOnlyTheLastStartSurvivesAFence) {
+  auto a = Connect(SshHello("a", 2));
+  auto b = Connect(SshHello("b", 5));
+  Submit(8, 2, "rented");
+  dispatcher_->ScheduleOnce();
+  EXPECT_EQ(a->Take().size() + b->Take().size(), 2u);
+  clock_.Advance(1);
+  std::map<int64_t, Dispatcher::RunningAllocation> running;
+  running[SshAllocationId("a")] = {2, 0};
+  running[SshAllocationId("b")] = {4, 0};  // b's worker claims a start newer than the last one
+  std::vector<std::string> fenced =
+      dispatcher_->FenceAllocations("rented", running, clock_.WallMs(), "gone", /*exact=*/true);
+  EXPECT_EQ(fenced, std::vector<std::string>{"ssh/rented/b"});
+  EXPECT_EQ(dispatcher_->RunsByAllocation("rented").at(SshAllocationId("a")), 1);
+  // Without `exact` (Slurm's rule) a newer restart than squeue showed is kept.
+  auto c = Connect(SshHello("c", 9));
+  running[SshAllocationId("c")] = {3, 0};
+  clock_.Advance(1);
+  EXPECT_TRUE(dispatcher_->FenceAllocations("rented", running, clock_.WallMs(), "gone").empty());
+}
+
+TEST(DispatcherSshHelloTest, TheIdMustBeTheNodesAndTheFieldsBounded) {
+  v1::Hello h = SshHello("a", 1);
+  EXPECT_TRUE(Dispatcher::CheckHello(h).ok());
+  h.set_worker_id("ssh/rented/b");
+  EXPECT_NE(Dispatcher::CheckHello(h).message().find("is not ssh/rented/a"), std::string::npos);
+  h = SshHello("a", 0);
+  EXPECT_NE(Dispatcher::CheckHello(h).message().find("incarnation is not positive"),
+            std::string::npos);
+  h = SshHello("a/../x", 1);
+  EXPECT_FALSE(Dispatcher::CheckHello(h).ok());
+  h = SshHello("a", 1);
+  h.mutable_slurm()->set_cluster("lab");
+  EXPECT_NE(Dispatcher::CheckHello(h).message().find("both slurm and ssh"), std::string::npos);
 }
 
 TEST_F(DispatcherPoolsTest, DrainingWorkersGetNothing) {
