@@ -9,6 +9,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/decompose_command.h"
+#include "cli/verify_record_command.h"
 #include "common/cli_path_flag.h"
 
 namespace {
@@ -48,6 +49,8 @@ struct Args {
   std::string plan_target, effect, sd;
   ablate::DecomposeOptions decompose;
   std::vector<std::string> pool_action;  // ablate pools ACTION POOL [HOST]
+  ablate::ImportOptions import;
+  ablate::VerifyRecordOptions verify;
 };
 
 void AddGlobalOptions(CLI::App& app, Args& a) {
@@ -176,10 +179,40 @@ void AddAnalysisCommands(CLI::App& app, Args& a) {
   export_cmd->add_option("--out", a.out_path, "output file, - for stdout")->capture_default_str();
 }
 
+// import, verify-record: the records' own logs as data (issue 39).
+void AddRecordLogCommands(CLI::App& app, Args& a) {
+  CLI::App* imp = app.add_subcommand(
+      "import", "store record logs (modded-nanogpt's records/ format) as an imported sweep: "
+                "curves, times and scripts beside your runs, marked as run elsewhere");
+  imp->add_option("LOG", a.import.logs, "the logs, e.g. records/track_1_short/2025-01-16_X/*.txt")
+      ->required();
+  imp->add_option("--variant", a.import.variant,
+                  "the record they belong to (default: each log's folder name)");
+  imp->add_option("--name", a.import.name, "the imported sweep's name (default: imported)");
+  imp->add_option("--hardware", a.import.hardware,
+                  "what the logs ran on, e.g. \"8x NVIDIA H100 80GB HBM3\": only then are their "
+                  "times compared like for like with a sweep of yours on that hardware");
+  imp->add_option("--target", a.import.target, "val loss whose first crossing is time to target")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  imp->add_flag("--skip-bad", a.import.skip_bad,
+                "store the good logs and name the bad ones (default: a bad log stores none, "
+                "since a record's logs are a set)");
+  imp->add_flag("--dry-run", a.import.dry_run, "parse and show, store nothing");
+  imp->add_flag("--json", a.client.json, "print JSON");
+  imp->footer("\nExample:\n  ablate import records/track_1_short/2025-01-16_Sub3Min/*.txt "
+              "--hardware \"8x NVIDIA H100 80GB HBM3\"\n  ablate compare 1 --with 2");
+  ablate::AddVerifyRecordCommand(&app, &a.verify);
+}
+
 // The commands that need no server; nullopt for the others.
 std::optional<int> RunLocal(const std::string& name, Args& a) {
   if (name == "presets") return ablate::PresetsCommand(a.client.json, a.preset, a.scale);
   if (name == "knobs") return ablate::KnobsCommand(a.client.json);
+  a.verify.json = a.verify.json || a.client.json;
+  if (name == "verify-record" && a.verify.previous_sweep.empty()) {
+    return ablate::VerifyRecordCommand(a.verify, nullptr);
+  }
   if (name != "up") return std::nullopt;
   a.up.http_given = a.up_http->count() > 0;
   a.up.python_given = a.up_python->count() > 0;
@@ -205,6 +238,8 @@ int RunWithServer(const std::string& name, ablate::Client& c, const Args& a) {
   if (name == "records") return ablate::RecordsCommand(c, a.csv);
   if (name == "plan") return ablate::PlanCommand(c, a.plan_target, a.effect, a.sd);
   if (name == "export") return ablate::ExportCommand(c, a.id, a.format, a.out_path);
+  if (name == "import") return ablate::ImportCommand(c, a.import);
+  if (name == "verify-record") return ablate::VerifyRecordCommand(a.verify, &c);
   return ablate::kExitUsage;
 }
 
@@ -221,6 +256,7 @@ int main(int argc, char** argv) {
   AddClusterCommands(app, a);
   AddLocalCommands(app, a);
   AddAnalysisCommands(app, a);
+  AddRecordLogCommands(app, a);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

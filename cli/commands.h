@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cli/client.h"
 
@@ -35,6 +36,18 @@ int RecordsCommand(Client& c, bool csv);
 // (export_command.cc).
 int ExportCommand(Client& c, int64_t sweep_id, const std::string& format,
                   const std::string& out_path);
+
+// `ablate import LOG...` (import_command.cc): record logs stored as an imported sweep.
+struct ImportOptions {
+  std::vector<std::string> logs;
+  std::string variant;   // "" = each log's folder name
+  std::string name;      // the sweep's; "" = "imported"
+  std::string hardware;  // what the logs ran on, when known
+  double target = 3.28;
+  bool skip_bad = false;
+  bool dry_run = false;
+};
+int ImportCommand(Client& c, const ImportOptions& options);
 
 struct UpOptions {
   std::string data_dir;              // coordinator DB, worker work dir, datasets/

@@ -31,12 +31,20 @@ std::optional<int64_t> Integer(std::string_view s) {
   return v;
 }
 
-// "16234ms" -> 16234; "nanms" -> nullopt (printed before timing starts).
+// "16234ms" -> 16234; "2150.483s" -> 2150483 (track 3's logs print seconds); "nanms" ->
+// nullopt (printed before timing starts).
 std::optional<double> Millis(std::string_view s) {
-  if (!s.ends_with("ms")) return std::nullopt;
-  std::optional<double> v = Number(s.substr(0, s.size() - 2));
+  double scale = 1;
+  if (s.ends_with("ms")) {
+    s.remove_suffix(2);
+  } else if (s.ends_with("s")) {
+    s.remove_suffix(1), scale = 1000;
+  } else {
+    return std::nullopt;
+  }
+  std::optional<double> v = Number(s);
   if (!v || !std::isfinite(*v)) return std::nullopt;
-  return v;
+  return *v * scale;
 }
 
 // "125/1393" or "125" -> 125.

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "server/stats/decomposition.h"
-#include "server/stats/sample_stats.h"
+#include "common/stats/sample_stats.h"
 #include "server/stats/verdict.h"
 
 namespace ablate {

@@ -15,7 +15,7 @@
 #include "server/compare/compare_decomposition.h"
 #include "server/convert/convert.h"
 #include "server/stats/confound.h"
-#include "server/stats/record_rule.h"
+#include "common/stats/record_rule.h"
 #include "server/stats/sequential_rule.h"
 #include "server/stats/verdict.h"
 #include "trainer/config/knob_schema.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/plan_power.h"
-#include "server/stats/sample_stats.h"
+#include "common/stats/sample_stats.h"
 #include "server/sweep/sweep_spec.h"
 
 namespace ablate {

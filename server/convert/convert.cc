@@ -66,6 +66,17 @@ void ToProto(const Sweep& in, v1::Sweep* out) {
   out->set_finished_ms(in.finished_ms);
   out->set_seeds_min(in.seeds_min);
   out->set_order_seed(in.order_seed);
+  out->set_imported(in.imported);
+  out->set_imported_hardware(in.imported_hardware);
+}
+
+void ToProto(const ImportedLogInfo& in, v1::ImportedLog* out) {
+  out->set_file_name(in.file_name);
+  out->set_log_sha256(in.log_sha256);
+  out->set_logged_hardware(in.logged_hardware);
+  out->set_script_hash(in.script_hash);
+  out->set_total_steps(in.total_steps);
+  out->set_timed_from_step(in.timed_from_step);
 }
 
 void FillDispatchBlocks(std::vector<Run> runs, v1::Sweep* out) {

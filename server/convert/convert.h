@@ -24,6 +24,7 @@ std::optional<SweepState> FromProto(v1::SweepState s);
 std::optional<RunState> FromProto(v1::RunState s);
 
 void ToProto(const Sweep& in, v1::Sweep* out);
+void ToProto(const ImportedLogInfo& in, v1::ImportedLog* out);
 // Sweep.dispatch_blocks from the sweep's runs: blocks in dispatch order, each block's variant
 // names in dispatch order (rank, then run id).
 void FillDispatchBlocks(std::vector<Run> runs, v1::Sweep* out);

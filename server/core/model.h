@@ -69,6 +69,10 @@ struct Sweep {
   int64_t checkpoint_every_ms = 0;
   TimestampMs created_ms = 0;
   TimestampMs finished_ms = 0;  // 0 while not finished
+  // Imported from record logs (issue 39): succeeded runs that ran elsewhere, one per log, never
+  // dispatched; imported_hardware is what the importer said they ran on ("" = unknown).
+  bool imported = false;
+  std::string imported_hardware;
 };
 
 // Summary fields live on the run so that tables never scan curves (DESIGN §5).
@@ -153,6 +157,20 @@ struct WorkerAllocation {
   TimestampMs ends_ms = 0;  // when Slurm's time limit ends the allocation; 0 unknown
   bool draining = false;   // takes no new runs
   bool ssh = false;        // an ssh pool's worker (`pool` is its pool, job_id 0)
+};
+
+// The worker id of an imported run's attempt (no worker ever has it: Hello refuses it,
+// Dispatcher::CheckHello).
+inline constexpr char kImportedWorkerId[] = "imported";
+
+// The record log an imported run was read from (v1::ImportedLog; migrations/0011).
+struct ImportedLogInfo {
+  std::string file_name;
+  std::string log_sha256;
+  std::string logged_hardware;  // from the log's nvidia-smi table; "" none
+  std::string script_hash;      // "" when the log has no script
+  int64_t total_steps = 0;
+  int64_t timed_from_step = 0;
 };
 
 // One training step of one attempt. Optional fields are absent when the trainer did not report

@@ -92,6 +92,10 @@ absl::Status Dispatcher::CheckDatasets(const google::protobuf::RepeatedPtrField<
 
 absl::Status Dispatcher::CheckHello(const v1::Hello& h) {
   absl::Status s = CheckId("Hello.worker_id", h.worker_id(), false);
+  if (s.ok() && h.worker_id() == kImportedWorkerId) {
+    s = absl::InvalidArgumentError(
+        "Hello.worker_id 'imported' is reserved: it marks runs imported from record logs");
+  }
   if (s.ok()) s = CheckText("Hello.host", h.host());
   if (s.ok()) s = CheckText("Hello.trainer_version", h.trainer_version());
   if (s.ok()) s = CheckCount("Hello.cpu_slots", h.cpu_slots(), kMaxCpuSlots);

@@ -227,7 +227,21 @@ grpc::Status AblateServiceImpl::ListRuns(grpc::ServerContext* ctx, const v1::Lis
   filter.offset = req->offset() < 0 ? 0 : req->offset();
   absl::StatusOr<std::vector<Run>> runs = store_->ListRuns(filter);
   if (!runs.ok()) return ToGrpc(runs.status());
-  for (const Run& r : *runs) ToProto(r, resp->add_runs());
+  std::map<int64_t, std::map<int64_t, ImportedLogInfo>> imported;  // sweep -> run -> log
+  for (const Run& r : *runs) {
+    v1::Run* out = resp->add_runs();
+    ToProto(r, out);
+    if (r.worker_id != kImportedWorkerId) continue;
+    auto it = imported.find(r.sweep_id);
+    if (it == imported.end()) {
+      absl::StatusOr<std::map<int64_t, ImportedLogInfo>> logs = store_->ListImportedLogs(r.sweep_id);
+      if (!logs.ok()) return ToGrpc(logs.status());
+      it = imported.emplace(r.sweep_id, *std::move(logs)).first;
+    }
+    if (auto log = it->second.find(r.id); log != it->second.end()) {
+      ToProto(log->second, out->mutable_imported());
+    }
+  }
   return grpc::Status::OK;
 }
 
@@ -237,6 +251,11 @@ grpc::Status AblateServiceImpl::GetRun(grpc::ServerContext* ctx, const v1::GetRu
   absl::StatusOr<Run> run = store_->GetRun(req->id());
   if (!run.ok()) return ToGrpc(run.status());
   ToProto(*run, resp);
+  if (run->worker_id == kImportedWorkerId) {
+    absl::StatusOr<std::map<int64_t, ImportedLogInfo>> logs = store_->ListImportedLogs(run->sweep_id);
+    if (!logs.ok()) return ToGrpc(logs.status());
+    if (auto it = logs->find(run->id); it != logs->end()) ToProto(it->second, resp->mutable_imported());
+  }
   absl::StatusOr<std::vector<Attempt>> attempts = store_->ListAttempts(run->id);
   if (!attempts.ok()) return ToGrpc(attempts.status());
   for (const Attempt& a : *attempts) ToProto(a, resp->add_attempts());

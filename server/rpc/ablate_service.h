@@ -103,6 +103,11 @@ class AblateServiceImpl final
                          v1::PlanSweepResponse* resp) override;
   grpc::Status ExportSweep(grpc::ServerContext* ctx, const v1::ExportSweepRequest* req,
                            grpc::ServerWriter<v1::ExportedRun>* writer) override;
+  // Record logs as an imported sweep (ablate_service_import.cc): the token is checked before any
+  // chunk is read, RESOURCE_EXHAUSTED past kMaxUploadBytes, then every log parsed here.
+  grpc::Status ImportLogs(grpc::ServerContext* ctx,
+                          grpc::ServerReader<v1::SubmitSweepChunk>* reader,
+                          v1::ImportLogsResponse* resp) override;
 
  private:
   // Fills `out` with the sweep and its run counts; with `full`, also variants and spec text.

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "server/stats/sample_stats.h"
+#include "common/stats/sample_stats.h"
 
 namespace ablate {
 namespace {

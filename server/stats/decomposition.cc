@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "server/stats/holm.h"
-#include "server/stats/sample_stats.h"
+#include "common/stats/sample_stats.h"
 
 namespace ablate {
 namespace {

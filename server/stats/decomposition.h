@@ -21,7 +21,7 @@
 #include <span>
 #include <vector>
 
-#include "server/stats/t_tests.h"
+#include "common/stats/t_tests.h"
 #include "server/stats/variant_stats.h"
 
 namespace ablate {

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "common/thread_annotations.h"
-#include "server/stats/t_tests.h"
+#include "common/stats/t_tests.h"
 
 namespace ablate {
 namespace {

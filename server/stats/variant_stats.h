@@ -17,8 +17,8 @@
 #include <span>
 #include <vector>
 
-#include "server/stats/sample_stats.h"
-#include "server/stats/t_tests.h"
+#include "common/stats/sample_stats.h"
+#include "common/stats/t_tests.h"
 
 namespace ablate {
 

@@ -55,6 +55,8 @@ Sweep ReadSweep(const Statement& row) {
   s.order_seed = row.Int(16);
   s.pool = row.Text(17);
   s.checkpoint_every_ms = row.Int(18);
+  s.imported = row.Int(19) != 0;
+  s.imported_hardware = row.Text(20);
   return s;
 }
 

@@ -16,7 +16,7 @@ namespace ablate {
 inline constexpr char kSweepColumns[] =
     "id, name, state, spec_yaml, baseline_preset, scale, dataset, target_val_loss, seeds, "
     "gpus_per_run, priority, max_concurrent, max_attempts, created_ms, finished_ms, seeds_min, "
-    "order_seed, pool, checkpoint_every_ms";
+    "order_seed, pool, checkpoint_every_ms, imported, imported_hardware";
 inline constexpr char kVariantColumns[] =
     "id, sweep_id, idx, name, config_json, config_hash, diff_json, same_work";
 // Selected FROM kRunFrom (runs r joined to their variant v).

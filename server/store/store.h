@@ -280,6 +280,22 @@ class Store {
   // How many snapshots are stored (tests check that a re-submitted script is stored once).
   absl::StatusOr<int64_t> CountSnapshots() const;
 
+  // Records as data (issue 39; store_imports.cc). Stores an imported sweep in one transaction:
+  // the sweep (succeeded, imported), its variants, one succeeded run per log with one attempt of
+  // worker "imported" whose points are the log's curve, each log's facts, and the snapshots.
+  // Nothing is stored when any part fails.
+  struct ImportedRun {
+    int variant_index = 0;  // into `variants`
+    RunSummary summary;
+    std::vector<MetricPoint> points;  // step order, steps unique
+    ImportedLogInfo log;
+  };
+  absl::StatusOr<int64_t> ImportSweep(Sweep sweep, const std::vector<Variant>& variants,
+                                      const std::vector<ImportedRun>& runs,
+                                      const std::map<std::string, Snapshot>& snapshots);
+  // Run id -> its log, for the runs of an imported sweep (empty for any other sweep).
+  absl::StatusOr<std::map<int64_t, ImportedLogInfo>> ListImportedLogs(int64_t sweep_id) const;
+
  private:
   Store(std::string path, StoreOptions options, int schema_version,
         std::unique_ptr<ConnectionPool> readers, std::shared_ptr<FenceCache> fences,

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/code_snapshot.h"
 #include "server/core/model.h"
 #include "server/store/connection.h"
 
@@ -33,6 +35,10 @@ absl::Status StateEvent(Connection& c, int64_t sweep_id, int64_t run_id, Timesta
 // terminal, then failed if any failed, else succeeded) and writes an event when it changes. A
 // cancelled sweep stays cancelled; a running sweep never goes back to queued.
 absl::Status RefreshSweepState(Connection& c, int64_t sweep_id, TimestampMs now);
+
+// Stores a code snapshot's rows unless that hash is stored already (store_snapshots.cc).
+absl::Status PutSnapshotTx(Connection& c, const std::string& hash, const Snapshot& files,
+                           TimestampMs now);
 
 }  // namespace ablate::store_internal
 

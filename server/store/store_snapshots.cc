@@ -8,7 +8,7 @@
 #include "server/store/store_queries.h"
 
 namespace ablate {
-namespace {
+namespace store_internal {
 
 absl::Status PutSnapshotTx(Connection& c, const std::string& hash, const Snapshot& files,
                            TimestampMs now) {
@@ -31,7 +31,9 @@ absl::Status PutSnapshotTx(Connection& c, const std::string& hash, const Snapsho
   return absl::OkStatus();
 }
 
-}  // namespace
+}  // namespace store_internal
+
+using store_internal::PutSnapshotTx;
 
 absl::Status Store::PutSnapshot(const std::string& hash, const Snapshot& files) {
   if (hash.size() != 64) return absl::InvalidArgumentError("snapshot hash must be 64 hex digits");

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <random>
 
-#include "server/stats/t_tests.h"
+#include "common/stats/t_tests.h"
 
 namespace ablate {
 namespace {

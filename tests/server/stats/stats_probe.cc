@@ -37,8 +37,8 @@
 #include "server/stats/confound.h"
 #include "server/stats/decomposition.h"
 #include "server/stats/holm.h"
-#include "server/stats/sample_stats.h"
-#include "server/stats/t_tests.h"
+#include "common/stats/sample_stats.h"
+#include "common/stats/t_tests.h"
 #include "server/stats/variant_stats.h"
 
 namespace ablate {

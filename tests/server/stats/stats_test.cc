@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "server/stats/holm.h"
-#include "server/stats/record_rule.h"
-#include "server/stats/sample_stats.h"
-#include "server/stats/t_tests.h"
+#include "common/stats/record_rule.h"
+#include "common/stats/sample_stats.h"
+#include "common/stats/t_tests.h"
 #include "server/stats/variant_stats.h"
 
 namespace ablate {

@@ -1,5 +1,5 @@
 // Sample mean, variance and the Student-t interval of the mean.
-#include "server/stats/sample_stats.h"
+#include "common/stats/sample_stats.h"
 
 #include <algorithm>
 #include <boost/math/distributions/students_t.hpp>

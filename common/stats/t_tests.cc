@@ -1,5 +1,5 @@
 // t-tests on top of Boost.Math's Student t distribution.
-#include "server/stats/t_tests.h"
+#include "common/stats/t_tests.h"
 
 #include <algorithm>
 #include <boost/math/distributions/students_t.hpp>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "server/stats/sample_stats.h"
+#include "common/stats/sample_stats.h"
 
 namespace ablate {
 namespace {

@@ -9,8 +9,8 @@
 //     of the difference decides. difference == 0 -> t = 0, p = 1. Otherwise t = ±infinity and
 //     p = 0 when the difference lies in the alternative's direction, p = 1 when it does not.
 //     ci_half_width = 0. (scipy returns NaN here; this is the one documented deviation.)
-#ifndef ABLATE_SERVER_STATS_T_TESTS_H_
-#define ABLATE_SERVER_STATS_T_TESTS_H_
+#ifndef ABLATE_COMMON_STATS_T_TESTS_H_
+#define ABLATE_COMMON_STATS_T_TESTS_H_
 
 #include <optional>
 #include <span>
@@ -49,4 +49,4 @@ std::optional<TTestResult> OneSampleTest(std::span<const double> x, double mu,
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_STATS_T_TESTS_H_
+#endif  // ABLATE_COMMON_STATS_T_TESTS_H_

@@ -1,8 +1,8 @@
 // Descriptive statistics of one sample: n, mean, sample standard deviation and the two-sided 95%
 // Student-t confidence interval of the mean. Pure functions; units are whatever the caller's
 // values carry (nats for val loss, ms for times).
-#ifndef ABLATE_SERVER_STATS_SAMPLE_STATS_H_
-#define ABLATE_SERVER_STATS_SAMPLE_STATS_H_
+#ifndef ABLATE_COMMON_STATS_SAMPLE_STATS_H_
+#define ABLATE_COMMON_STATS_SAMPLE_STATS_H_
 
 #include <optional>
 #include <span>
@@ -40,4 +40,4 @@ double StudentTCritical(double df, double level = kConfidenceLevel);
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_STATS_SAMPLE_STATS_H_
+#endif  // ABLATE_COMMON_STATS_SAMPLE_STATS_H_

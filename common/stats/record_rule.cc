@@ -1,7 +1,7 @@
 // The record rule on top of the one-sample t-test.
-#include "server/stats/record_rule.h"
+#include "common/stats/record_rule.h"
 
-#include "server/stats/sample_stats.h"
+#include "common/stats/sample_stats.h"
 
 namespace ablate {
 

@@ -1,13 +1,13 @@
 // The speedrun's record rule (reference/modded-nanogpt.md §7): a new record must show, by a
 // one-sided one-sample t-test over its runs' final val losses, that the mean is below the target
 // (3.28 nats) with p < 0.01 — scipy.stats.ttest_1samp(losses, 3.28, alternative='less').
-#ifndef ABLATE_SERVER_STATS_RECORD_RULE_H_
-#define ABLATE_SERVER_STATS_RECORD_RULE_H_
+#ifndef ABLATE_COMMON_STATS_RECORD_RULE_H_
+#define ABLATE_COMMON_STATS_RECORD_RULE_H_
 
 #include <optional>
 #include <span>
 
-#include "server/stats/t_tests.h"
+#include "common/stats/t_tests.h"
 
 namespace ablate {
 
@@ -30,4 +30,4 @@ RecordRuleResult CheckRecordRule(std::span<const double> final_val_losses,
 
 }  // namespace ablate
 
-#endif  // ABLATE_SERVER_STATS_RECORD_RULE_H_
+#endif  // ABLATE_COMMON_STATS_RECORD_RULE_H_
