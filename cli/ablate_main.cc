@@ -50,6 +50,7 @@ struct Args {
   ablate::DecomposeOptions decompose;
   std::vector<std::string> pool_action;  // ablate pools ACTION POOL [HOST]
   ablate::ImportOptions import;
+  std::vector<int64_t> compare_with;
   ablate::VerifyRecordOptions verify;
 };
 
@@ -154,6 +155,11 @@ void AddAnalysisCommands(CLI::App& app, Args& a) {
   AddId(compare, &a.id, "sweep");
   compare->add_option("--metric", a.metric, "time|loss|both")->capture_default_str();
   compare->add_flag("--csv", a.csv, "print CSV (every statistic, for notebooks)");
+  compare->add_option("--with", a.compare_with,
+                      "imported sweeps (ablate import) to put beside this sweep's variants, each "
+                      "compared with its baseline; times only on the hardware they were said to "
+                      "run on")
+      ->check(CLI::PositiveNumber);
   compare->add_flag("--json", a.client.json, "print JSON");
   CLI::App* records = app.add_subcommand(
       "records", "the speedrun's published records beside this cluster's runs of the presets");
@@ -234,7 +240,7 @@ int RunWithServer(const std::string& name, ablate::Client& c, const Args& a) {
   if (name == "cancel") return ablate::CancelCommand(c, a.id);
   if (name == "workers") return ablate::WorkersCommand(c);
   if (name == "pools") return ablate::PoolsCommand(c, a.pool_action);
-  if (name == "compare") return ablate::CompareCommand(c, a.id, a.metric, a.csv);
+  if (name == "compare") return ablate::CompareCommand(c, a.id, a.metric, a.csv, a.compare_with);
   if (name == "records") return ablate::RecordsCommand(c, a.csv);
   if (name == "plan") return ablate::PlanCommand(c, a.plan_target, a.effect, a.sd);
   if (name == "export") return ablate::ExportCommand(c, a.id, a.format, a.out_path);

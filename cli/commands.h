@@ -25,7 +25,9 @@ int WorkersCommand(Client& c);
 int PoolsCommand(Client& c, const std::vector<std::string>& action = {});  // pools_command.cc
 // Statistics per variant against the baseline; metric is "time", "loss" or "both"
 // (compare_command.cc). Table, or CSV with `csv`, or JSON with --json.
-int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool csv);
+// `with`: imported sweeps (ablate import) put beside the sweep's ablations.
+int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool csv,
+                   const std::vector<int64_t>& with = {});
 // Seeds needed to detect `effect` ("1%") in time to target with 80% power, from a sweep id or a
 // spec file; `sd` ("0.5%", optional) replaces the spread of finished runs (plan_command.cc).
 int PlanCommand(Client& c, const std::string& sweep_or_spec, const std::string& effect,

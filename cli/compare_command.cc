@@ -142,6 +142,24 @@ void PrintSequential(const v1::CompareSweepResponse& r) {
   std::cout << "\n";
 }
 
+// Where the imported rows (compare --with) come from, and whether their times compare.
+void PrintImported(const v1::CompareSweepResponse& r) {
+  bool first = true;
+  for (const v1::VariantComparison& v : r.variants()) {
+    if (!v.has_imported()) continue;
+    if (first) std::cout << "imported (ran elsewhere, from record logs; ablate import):\n";
+    first = false;
+    const v1::ImportedVariant& im = v.imported();
+    std::cout << "  " << v.name() << ": variant '" << im.variant() << "' of imported sweep "
+              << im.sweep_id() << " '" << im.sweep_name() << "', "
+              << (im.like_for_like() ? "on this sweep's hardware (" + im.hardware() +
+                                           "): times compared"
+                                     : im.not_comparable() +
+                                           ": only loss and steps compared, times shown as theirs")
+              << "\n";
+  }
+}
+
 // Which nodes and hardware ran the sweep's runs, with counts ("laptop (cpu): 18 runs").
 void PrintNodes(const v1::CompareSweepResponse& r) {
   std::map<std::string, int> runs;
@@ -182,6 +200,7 @@ void PrintNotes(const v1::CompareSweepResponse& r, Columns columns) {
     std::cout << "confound check: " << r.confound().message() << "\n";
   }
   PrintNodes(r);
+  PrintImported(r);
   if (columns != Columns::kTime) PrintRecordRule(r);
 }
 
@@ -256,7 +275,8 @@ void PrintCsv(const v1::CompareSweepResponse& r, Columns columns) {
 
 }  // namespace
 
-int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool csv) {
+int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool csv,
+                   const std::vector<int64_t>& with) {
   Columns columns;
   if (metric == "both") {
     columns = Columns::kBoth;
@@ -274,6 +294,7 @@ int CompareCommand(Client& c, int64_t sweep_id, const std::string& metric, bool 
   }
   v1::CompareSweepRequest req;
   req.set_id(sweep_id);
+  for (int64_t id : with) req.add_with(id);
   v1::CompareSweepResponse resp;
   if (std::optional<int> done = c.Call(&Client::Stub::CompareSweep, req, &resp,
                                       "comparing sweep " + std::to_string(sweep_id))) {

@@ -4,14 +4,18 @@
 
 #include <algorithm>
 #include <limits>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <optional>
 #include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "server/compare/compare_decomposition.h"
 #include "server/convert/convert.h"
 #include "server/stats/confound.h"
@@ -164,6 +168,8 @@ struct VariantRows {
   Variant variant;
   std::vector<Run> runs;
   std::vector<RunOutcome> outcomes;
+  // A variant of an imported sweep put beside this sweep's (CompareSweepRequest.with).
+  std::optional<v1::ImportedVariant> imported;
 };
 
 // A sweep's variants, the baseline apart (absent when the spec had include_baseline: false).
@@ -243,11 +249,40 @@ int BlocksDone(const SweepRows& rows, int max_seeds) {
   return done;
 }
 
+// What the tests see of an imported variant: never paired by seed with this sweep's runs (its
+// "seeds" are the order of its logs), and without times unless its hardware is this sweep's.
+std::vector<RunOutcome> ComparedOutcomes(const VariantRows& a) {
+  if (!a.imported) return a.outcomes;
+  std::vector<RunOutcome> out = a.outcomes;
+  int seed = -1;
+  for (RunOutcome& o : out) {
+    o.seed = seed--;
+    if (!a.imported->like_for_like()) o.time_to_target_ms.reset(), o.mean_step_ms.reset();
+  }
+  return out;
+}
+
+// After FillComparison: an imported row says where it comes from, and where its times do not
+// compare, says so in place of their verdicts.
+void MarkImported(const VariantRows& a, v1::VariantComparison* row) {
+  *row->mutable_imported() = *a.imported;
+  for (v1::RunPlace& place : *row->mutable_runs()) {
+    place.set_hardware(a.imported->hardware().empty() ? "imported, hardware not said"
+                                                      : "imported: " + a.imported->hardware());
+  }
+  if (a.imported->like_for_like() || !row->has_loss_vs_baseline()) return;
+  row->mutable_time_vs_baseline()->set_verdict(kNotComparableVerdict);
+  row->mutable_step_ms_vs_baseline()->set_verdict(kNotComparableVerdict);
+  const std::string loss = CombinedVerdict("no data", row->loss_vs_baseline().verdict());
+  row->set_verdict(loss == "no data" ? std::string(kNotComparableVerdict)
+                                     : loss + "; " + kNotComparableVerdict);
+}
+
 // Every ablation's row, compared with the baseline when there is one.
 void FillAblations(const SweepRows& rows, double target, const TimeContext& ctx,
                    const HardwareByWorker& hardware, v1::CompareSweepResponse* out) {
   std::vector<std::vector<RunOutcome>> outcomes;
-  for (const VariantRows& a : rows.ablations) outcomes.push_back(a.outcomes);
+  for (const VariantRows& a : rows.ablations) outcomes.push_back(ComparedOutcomes(a));
   const std::vector<RunOutcome> none;
   const std::vector<RunOutcome>& base = rows.baseline ? rows.baseline->outcomes : none;
   const std::vector<VariantComparison> compared = CompareSweep(base, outcomes);
@@ -257,11 +292,79 @@ void FillAblations(const SweepRows& rows, double target, const TimeContext& ctx,
     FillVariant(a.variant, a.runs, a.outcomes, target, row);
     FillRunPlaces(a.runs, hardware, row);
     if (rows.baseline) {
-      FillComparison(compared[i], a.outcomes, base, ctx, row);
+      TimeContext own = ctx;
+      if (a.imported) own.design.reset();  // the sequential rule is this sweep's own
+      FillComparison(compared[i], outcomes[i], base, own, row);
     } else {
       row->set_verdict(kNoBaselineVerdict);
     }
+    if (a.imported) MarkImported(a, row);
   }
+}
+
+// This sweep's hardware as RunPlace says it, when all its placed runs had one kind; "" otherwise.
+std::string OwnHardware(const SweepRows& rows, const HardwareByWorker& hardware) {
+  std::set<std::string> kinds;
+  auto scan = [&](const VariantRows& v) {
+    for (const Run& r : v.runs) {
+      if (auto it = hardware.find(r.worker_id); it != hardware.end()) kinds.insert(it->second);
+    }
+  };
+  if (rows.baseline) scan(*rows.baseline);
+  for (const VariantRows& a : rows.ablations) scan(a);
+  return kinds.size() == 1 ? *kinds.begin() : "";
+}
+
+constexpr int kMaxWith = 8;
+
+// The variants of the imported sweeps `with`, as rows after this sweep's ablations.
+absl::Status AppendImported(const Store& store, const v1::Sweep& own, std::span<const int64_t> with,
+                            const std::string& own_hardware, SweepRows* rows) {
+  if (static_cast<int>(with.size()) > kMaxWith) {
+    return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxWith, " sweeps --with"));
+  }
+  for (int64_t id : with) {
+    absl::StatusOr<Sweep> sweep = store.GetSweep(id);
+    if (!sweep.ok()) return sweep.status();
+    if (!sweep->imported) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sweep ", id, " ran on this cluster; --with takes sweeps imported from record logs "
+                        "(ablate import), and a sweep of yours is compared in its own right"));
+    }
+    if (id == own.id()) return absl::InvalidArgumentError("a sweep cannot be compared --with itself");
+    if (std::abs(sweep->target_val_loss - own.target_val_loss()) > 1e-12) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "imported sweep %d counts time to %.4g and this sweep to %.4g: import the logs again "
+          "with --target %.4g",
+          id, sweep->target_val_loss, own.target_val_loss(), own.target_val_loss()));
+    }
+    absl::StatusOr<SweepRows> theirs = LoadSweepRows(store, id);
+    if (!theirs.ok()) return theirs.status();
+    std::vector<VariantRows> variants;
+    if (theirs->baseline) variants.push_back(*std::move(theirs->baseline));
+    for (VariantRows& v : theirs->ablations) variants.push_back(std::move(v));
+    for (VariantRows& v : variants) {
+      v1::ImportedVariant im;
+      im.set_sweep_id(id);
+      im.set_sweep_name(sweep->name);
+      im.set_variant(v.variant.name);
+      im.set_hardware(sweep->imported_hardware);
+      const bool same = !sweep->imported_hardware.empty() && !own_hardware.empty() &&
+                        sweep->imported_hardware == own_hardware;
+      im.set_like_for_like(same);
+      if (!same) {
+        im.set_not_comparable(
+            sweep->imported_hardware.empty()
+                ? "imported; hardware not said (ablate import --hardware)"
+                : absl::StrCat("imported from '", sweep->imported_hardware, "', this sweep ran on ",
+                               own_hardware.empty() ? "mixed or unknown hardware" : "'" + own_hardware + "'"));
+      }
+      v.variant.name = absl::StrCat(v.variant.name, "@imported-", id);
+      v.imported = std::move(im);
+      rows->ablations.push_back(std::move(v));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status FillSweepHeader(const Store& store, int64_t sweep_id, v1::CompareSweepResponse* out) {
@@ -436,7 +539,8 @@ bool DoesBaselineWork(const Variant& v) {
 }
 
 absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store,
-                                                              int64_t sweep_id) {
+                                                              int64_t sweep_id,
+                                                              std::span<const int64_t> with) {
   v1::CompareSweepResponse out;
   if (absl::Status s = FillSweepHeader(store, sweep_id, &out); !s.ok()) return s;
   absl::StatusOr<SweepRows> rows = LoadSweepRows(store, sweep_id);
@@ -461,6 +565,10 @@ absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store
     ctx.design = SequentialDesign{sweep.seeds_min(), sweep.seeds(),
                                   PerAblationAlpha(static_cast<int>(rows->ablations.size()))};
     ctx.blocks_done = BlocksDone(*rows, sweep.seeds());
+  }
+  if (!with.empty()) {
+    absl::Status s = AppendImported(store, sweep, with, OwnHardware(*rows, hardware), &*rows);
+    if (!s.ok()) return s;
   }
   if (rows->baseline) {
     v1::VariantComparison* row = out.add_variants();

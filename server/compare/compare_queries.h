@@ -45,6 +45,7 @@
 #define ABLATE_SERVER_COMPARE_COMPARE_QUERIES_H_
 
 #include <cstdint>
+#include <span>
 
 #include "ablate/v1/client.pb.h"
 #include "absl/functional/function_ref.h"
@@ -66,7 +67,15 @@ bool DoesBaselineWork(const Variant& v);
 
 // Per-variant statistics of sweep `sweep_id`, baseline first, each ablation against the baseline,
 // with verdicts and the method paragraph.
-absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store, int64_t sweep_id);
+// `with`: imported sweeps (Sweep.imported) whose every variant is appended as an ablation named
+// "<variant>@imported-<id>" and compared with this sweep's baseline the same way (Welch, Holm over
+// all ablations, never paired by seed), with VariantComparison.imported set. Their time to
+// target and ms/step are compared only when the importer's --hardware equals this sweep's own
+// hardware; otherwise those verdicts are kNotComparableVerdict and only loss and steps are
+// tested. They join neither the confound check nor the sequential rule. INVALID_ARGUMENT when a
+// `with` sweep is not imported, has another target, or there are more than 8.
+absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store, int64_t sweep_id,
+                                                              std::span<const int64_t> with = {});
 
 // Every published record, oldest first, each record with a preset beside this cluster's own
 // runs of that preset.

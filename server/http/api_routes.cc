@@ -1,11 +1,15 @@
 // The JSON API: each route parses its parameters (400 naming the bad one), asks ApiQueries (the
 // gRPC handlers' own code) and writes the message as JSON.
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/message_limits.h"
+#include "server/compare/log_import.h"
 #include "server/http/http_auth.h"
 #include "server/http/http_routes.h"
 #include "server/http/json_reply.h"
@@ -115,6 +119,66 @@ Json Events(ApiQueries& q, const httplib::Request& req, int64_t sweep_id, int64_
   return out;
 }
 
+// compare?with=3,7: imported sweeps' ids, at most 8.
+absl::StatusOr<std::vector<int64_t>> ParseWith(std::string_view text) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  while (true) {
+    if (out.size() == 8) return absl::InvalidArgumentError("with: at most 8 sweep ids");
+    const size_t comma = text.find(',');
+    absl::StatusOr<int64_t> id = ParseId("with", text.substr(0, comma));
+    if (!id.ok()) return id.status();
+    out.push_back(*id);
+    if (comma == std::string_view::npos) return out;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+// The most an upload's body may hold: the logs JSON-escaped, as gRPC's ImportLogs bound allows.
+constexpr size_t kMaxImportBody = kMaxUploadBytes + (kMaxUploadBytes >> 1);
+
+// {"files":[{"name","variant","content"}],"name","hardware","target_val_loss","skip_bad",
+// "dry_run"}: every field checked for its type, naming the one that is wrong.
+absl::StatusOr<v1::ImportLogsRequest> ParseImportBody(const httplib::Request& req) {
+  if (!absl::StartsWith(req.get_header_value("Content-Type"), "application/json")) {
+    return absl::InvalidArgumentError("POST /api/import takes a JSON body (Content-Type: "
+                                      "application/json)");
+  }
+  const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+  if (!body.is_object()) return absl::InvalidArgumentError("the body is not a JSON object");
+  v1::ImportLogsRequest out;
+  for (const auto& [key, value] : body.items()) {
+    if (key == "name" || key == "hardware") {
+      if (!value.is_string()) return absl::InvalidArgumentError(key + " must be a string");
+      (key == "name" ? out.mutable_name() : out.mutable_hardware())->assign(value.get<std::string>());
+    } else if (key == "target_val_loss") {
+      if (!value.is_number()) return absl::InvalidArgumentError(key + " must be a number");
+      out.set_target_val_loss(value.get<double>());
+    } else if (key == "skip_bad" || key == "dry_run") {
+      if (!value.is_boolean()) return absl::InvalidArgumentError(key + " must be true or false");
+      key == "skip_bad" ? out.set_skip_bad(value.get<bool>()) : out.set_dry_run(value.get<bool>());
+    } else if (key == "files") {
+      if (!value.is_array()) return absl::InvalidArgumentError("files must be an array");
+      for (const nlohmann::json& f : value) {
+        if (!f.is_object() || !f.contains("name") || !f.contains("content") ||
+            !f["name"].is_string() || !f["content"].is_string() ||
+            (f.contains("variant") && !f["variant"].is_string())) {
+          return absl::InvalidArgumentError(
+              "each of files must be {\"name\": string, \"variant\": string, \"content\": "
+              "string}");
+        }
+        v1::ImportFile* file = out.add_files();
+        file->set_name(f["name"].get<std::string>());
+        file->set_content(f["content"].get<std::string>());
+        file->set_variant(f.value("variant", std::string("record")));
+      }
+    } else {
+      return absl::InvalidArgumentError("unknown field '" + key.substr(0, 40) + "' in the body");
+    }
+  }
+  return out;
+}
+
 template <class Message>
 Json AsJson(const absl::StatusOr<Message>& m) {
   if (!m.ok()) return m.status();
@@ -211,9 +275,22 @@ void AddApiRoutes(httplib::Server& http, const RouteContext& ctx) {
           [&q](const httplib::Request& req, int64_t id) { return Events(q, req, id, 0); });
   GetById(http, R"(/api/sweeps/([^/]+)/compare)", "sweep id",
           [&q](const httplib::Request& req, int64_t id) {
-            if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);
-            return AsJson(BuildSweepComparison(*q.store(), id));
+            if (absl::Status s = CheckParams(req, {"with"}); !s.ok()) return Json(s);
+            absl::StatusOr<std::vector<int64_t>> with = ParseWith(Param(req, "with"));
+            if (!with.ok()) return Json(with.status());
+            return AsJson(BuildSweepComparison(*q.store(), id, *with));
           });
+  // The dashboard's upload of record logs (ablate import's ImportLogs, same code): a JSON body
+  // only, so that a page of another origin cannot post one without a CORS preflight, which this
+  // server never answers.
+  http.set_payload_max_length(kMaxImportBody);
+  http.Post("/api/import", [&q](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<v1::ImportLogsRequest> parsed = ParseImportBody(req);
+    if (!parsed.ok()) return ReplyJson(res, Json(parsed.status()));
+    v1::ImportLogsResponse resp;
+    absl::Status s = ImportRecordLogs(*q.store(), *parsed, &resp);
+    ReplyJson(res, s.ok() ? Json(ProtoJson(resp)) : Json(s));
+  });
   GetPlain(http, "/api/runs", [&q](const httplib::Request& req) { return ListRuns(q, req, 0); });
   GetById(http, R"(/api/runs/([^/]+))", "run id", [&q](const httplib::Request& req, int64_t id) {
     if (absl::Status s = CheckParams(req, {}); !s.ok()) return Json(s);

@@ -12,7 +12,8 @@ grpc::Status AblateServiceImpl::CompareSweep(grpc::ServerContext* ctx,
                                              const v1::CompareSweepRequest* req,
                                              v1::CompareSweepResponse* resp) {
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
-  absl::StatusOr<v1::CompareSweepResponse> comparison = BuildSweepComparison(*store_, req->id());
+  absl::StatusOr<v1::CompareSweepResponse> comparison = BuildSweepComparison(
+      *store_, req->id(), std::vector<int64_t>(req->with().begin(), req->with().end()));
   if (!comparison.ok()) return ToGrpc(comparison.status());
   *resp = *std::move(comparison);
   return grpc::Status::OK;

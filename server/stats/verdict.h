@@ -46,6 +46,8 @@ std::string CombinedVerdict(const std::string& time_verdict, const std::string& 
 // without a baseline (include_baseline: false).
 inline constexpr char kBaselineVerdict[] = "baseline";
 inline constexpr char kNoBaselineVerdict[] = "no baseline";
+// An imported variant's time and ms/step against a sweep on other (or unsaid) hardware.
+inline constexpr char kNotComparableVerdict[] = "time not comparable";
 
 // One paragraph for readers: how runs that never reached the target enter the statistics, which
 // tests run, and what the verdicts mean. `target_val_loss` in nats.
