@@ -17,11 +17,13 @@
 #include <optional>
 #include <sstream>
 
+#include "cli/record_logs.h"
 #include "cli/table.h"
 #include "common/code_snapshot.h"
 #include "common/decompose/decompose_scripts.h"
 #include "common/plan_power.h"
 #include "common/spec/yaml_values.h"
+#include "common/stats/record_rule.h"
 
 extern char** environ;
 
@@ -84,7 +86,17 @@ absl::StatusOr<std::string> BuildSpec(const DecomposeOptions& o) {
   return std::string(out.c_str()) + "\n";
 }
 
+// FROM or TO: a script (file or folder), or a record log (.txt or .log, modded-nanogpt's records/
+// format, as `ablate import` reads it), whose script is what that record ran.
 absl::StatusOr<ScriptUpload> ReadUpload(const std::string& path) {
+  if (path.ends_with(".txt") || path.ends_with(".log")) {
+    absl::StatusOr<LoadedLog> log = LoadRecordLog(path, kRecordTargetValLoss);
+    if (!log.ok()) return log.status();
+    if (log->log.script.empty()) {
+      return absl::InvalidArgumentError(path + ": the log has no script before its output");
+    }
+    return ScriptUpload{"", ScriptSnapshot(log->log)};
+  }
   absl::StatusOr<Snapshot> files = ReadSnapshot(path);
   if (!files.ok()) return files.status();
   return ScriptUpload{"", *std::move(files)};
@@ -468,8 +480,10 @@ CLI::App* AddDecomposeCommand(CLI::App* app, DecomposeOptions* o, bool* json) {
       "decompose",
       "which of a record's changes made it faster: split the diff FROM -> TO into changes and "
       "run FROM, TO, each change alone (add-one-in) and each left out (leave-one-out)");
-  sub->add_option("FROM", o->from, "the older script (the baseline)")->required();
-  sub->add_option("TO", o->to, "the newer script")->required();
+  sub->add_option("FROM", o->from,
+                  "the older script (the baseline), or a record log (.txt/.log) whose script it is")
+      ->required();
+  sub->add_option("TO", o->to, "the newer script, or a record log (records/ format)")->required();
   sub->add_option("--spec", o->spec,
                   "base spec: name, seeds, target_val_loss, gpus_per_run, baseline launch keys "
                   "(args, env, ...), without ablations");

@@ -64,6 +64,19 @@ int RunCommand(Client& c, int64_t id) {
             << (sum.has_time_to_target_ms() ? FormatDurationMs(sum.time_to_target_ms()) : "-")
             << ", mean step " << OptDouble(sum.has_mean_step_ms(), sum.mean_step_ms(), 1)
             << " ms\n";
+  if (r.has_imported()) {
+    const v1::ImportedLog& log = r.imported();
+    std::cout << "  imported from record log " << TerminalSafe(log.file_name()) << " (sha256 "
+              << log.log_sha256().substr(0, 16) << "...): ran elsewhere, on "
+              << (log.logged_hardware().empty() ? "hardware its log does not name"
+                                                : TerminalSafe(log.logged_hardware()) +
+                                                      " as its log says")
+              << "; " << log.total_steps() << " steps planned"
+              << (log.timed_from_step() > 0
+                      ? ", its clock started at step " + std::to_string(log.timed_from_step())
+                      : "")
+              << "\n";
+  }
   if (!r.error().empty()) std::cout << "  error: " << TerminalSafe(r.error()) << "\n";
   if (!r.attempts().empty()) {
     std::cout << "\n";

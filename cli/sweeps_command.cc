@@ -33,9 +33,13 @@ int SweepsCommand(Client& c, const std::string& state, const std::string& tag, i
            "CREATED"});
   for (const v1::Sweep& sw : resp.sweeps()) {
     const v1::RunCounts& n = sw.counts();
+    // An imported sweep's runs ran elsewhere: its preset column says so instead.
+    const std::string preset = sw.imported() ? "(imported)"
+                               : sw.baseline_preset().empty() ? "-"
+                                                              : sw.baseline_preset();
     t.AddRow({std::to_string(sw.id()), sw.name(), StateName(sw.state()), Progress(n),
               std::to_string(n.running() + n.assigned()), std::to_string(n.queued()),
-              std::to_string(n.failed()), sw.baseline_preset().empty() ? "-" : sw.baseline_preset(),
+              std::to_string(n.failed()), preset,
               sw.scale(), sw.tags().empty() ? "-" : Join(sw.tags()),
               FormatTimestampMs(sw.created_ms())});
   }

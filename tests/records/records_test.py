@@ -263,6 +263,27 @@ class ImportTest(unittest.TestCase):
         self.assertAlmostEqual(a["welch"]["p_value"], b["welch"]["p_value"], places=12)
         self.assertEqual(a["same_hardware"], b["same_hardware"])
 
+    def test_decompose_starts_from_record_logs(self):
+        """Two records' logs give the same decomposition as their scripts."""
+        examples = os.path.join(os.environ["ABLATE_SOURCE_DIR"], "examples", "decompose")
+        logs = []
+        for name in ("from", "to"):
+            with open(os.path.join(examples, name + ".py")) as f:
+                (log,) = write_logs(self.tmp.name + "/dec-" + name, runs=1, script=f.read())
+            logs.append(log)
+        base = os.path.join(examples, "base.yaml")
+        by_logs = self.run_ablate("decompose", *logs, "--spec", base, "--dry-run")
+        by_scripts = self.run_ablate("decompose", os.path.join(examples, "from.py"),
+                                     os.path.join(examples, "to.py"), "--spec", base, "--dry-run")
+        self.assertEqual(by_logs.returncode, 0, by_logs.stderr)
+        self.assertIn("FROM -> TO: 5 changes", by_logs.stdout)
+        table = lambda out: out.split("\n\n")[0]
+        self.assertEqual(table(by_logs.stdout), table(by_scripts.stdout))
+        (bad,) = write_logs(self.tmp.name + "/dec-bad", runs=1, defect="two-runs")
+        r = self.run_ablate("decompose", bad, logs[1], "--spec", base, "--dry-run")
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("a second run in the same file", r.stderr)
+
     def test_a_bad_log_stores_nothing_unless_skip_bad(self):
         d = self.tmp.name
         good = write_logs(d + "/good", runs=2, seed=41)
