@@ -70,6 +70,15 @@ json RunJson(const v1::ExportedRun& e) {
               {"error", r.error()},
               {"summary", SummaryJson(r.summary())},
               {"config", config.is_discarded() ? json(nullptr) : config},
+              // A run imported from a record log (ablate import) ran elsewhere: its log.
+              {"imported", r.has_imported()
+                               ? json{{"file_name", r.imported().file_name()},
+                                      {"log_sha256", r.imported().log_sha256()},
+                                      {"logged_hardware", r.imported().logged_hardware()},
+                                      {"script_hash", r.imported().script_hash()},
+                                      {"total_steps", r.imported().total_steps()},
+                                      {"timed_from_step", r.imported().timed_from_step()}}
+                               : json(nullptr)},
               {"attempts", json::array()},
               {"points", json::array()}};
   for (const v1::Attempt& a : r.attempts()) out["attempts"].push_back(AttemptJson(a));

@@ -557,6 +557,11 @@ absl::StatusOr<v1::CompareSweepResponse> BuildSweepComparison(const Store& store
   };
   if (rows->baseline) note_hardware(*rows->baseline);
   for (const VariantRows& a : rows->ablations) note_hardware(a);
+  if (sweep.imported()) {  // its runs ran elsewhere, on what the importer said, if anything
+    hardware[kImportedWorkerId] = sweep.imported_hardware().empty()
+                                      ? "imported, hardware not said"
+                                      : "imported: " + sweep.imported_hardware();
+  }
   const ConfoundCheck confound = CheckSweepConfound(*rows);
   FillConfound(confound, out.mutable_confound());
   TimeContext ctx;
@@ -633,9 +638,14 @@ absl::Status ExportSweepRuns(const Store& store, int64_t sweep_id,
   filter.sweep_id = sweep_id;
   absl::StatusOr<std::vector<Run>> runs = store.ListRuns(filter);
   if (!runs.ok()) return runs.status();
+  absl::StatusOr<std::map<int64_t, ImportedLogInfo>> logs = store.ListImportedLogs(sweep_id);
+  if (!logs.ok()) return logs.status();
   for (const Run& run : *runs) {
     absl::StatusOr<v1::ExportedRun> exported = ExportRun(store, run, configs[run.variant_id]);
     if (!exported.ok()) return exported.status();
+    if (auto it = logs->find(run.id); it != logs->end()) {
+      ToProto(it->second, exported->mutable_run()->mutable_imported());  // ran elsewhere
+    }
     if (!emit(*exported)) break;
   }
   return absl::OkStatus();

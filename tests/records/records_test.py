@@ -252,6 +252,14 @@ class ImportTest(unittest.TestCase):
         r = self.run_ablate("runs", "--sweep", sweep["id"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("imported", r.stdout)
+        # Export and compare say where they ran.
+        r = self.run_ablate("export", sweep["id"], "--format", "jsonl")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        exported = [json.loads(l) for l in r.stdout.splitlines()]
+        self.assertEqual([e["imported"]["file_name"] for e in exported], logs)
+        r = self.run_ablate("compare", sweep["id"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("imported (imported: 8x NVIDIA H100 80GB HBM3): 3 runs", r.stdout)
         # verify-record against the imported sweep gives what it gives against the files.
         new = write_logs(self.tmp.name + "/new", runs=4, final_loss=3.2765, loss_sd=0.0008,
                          ms_per_step=100.0, seed=32)
