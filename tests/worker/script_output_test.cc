@@ -61,11 +61,20 @@ TEST(NanogptLineTest, ExtraFieldsMayFollow) {
   EXPECT_DOUBLE_EQ(n->point.train_time_ms(), 179520);
 }
 
+// Track 3's records print times in seconds.
+TEST(NanogptLineTest, TimesInSecondsAsTrack3PrintsThem) {
+  auto n = ParseNanogptLine("step:3250/3250 val_loss:2.9190 train_time:2150.483s step_avg:0.66s");
+  ASSERT_TRUE(n);
+  EXPECT_DOUBLE_EQ(n->point.train_time_ms(), 2150483);
+  EXPECT_DOUBLE_EQ(*n->step_avg_ms, 660);
+}
+
 TEST(NanogptLineTest, NotTheFormat) {
   for (const char* line :
        {"", "step", "step:", "step:abc/10 val_loss:1", "step:-3/10 val_loss:1",
         "step:12/100",  // nothing but the step
-        "step:12/100 val_loss:abc train_time:1ms", "step:12/100 train_time:12s",
+        "step:12/100 val_loss:abc train_time:1ms", "step:12/100 train_time:12",
+        "step:12/100 train_time:12h",
         "stepper:1/2 val_loss:3", "  val_loss:3.2 step:1/2", "peak memory consumption: 31 GiB",
         "{\"event\":\"step\"", "\xff\xfe\x00garbage"}) {
     EXPECT_FALSE(ParseNanogptLine(line)) << line;

@@ -49,10 +49,12 @@ TEST(CheckpointerTest, ItsOwnThreadCopiesTheLogIntoTheDatabaseFile) {
   InsertRows(*writer, 0, 100);  // about 200 log pages: past the threshold many times
   // The rows' pages reach the database file itself, not only the log. Only the thread copies
   // them (the writer's own threshold is out of reach), and each of its checkpoints may come
-  // after any commit, so wait for most rows rather than for the first checkpoint.
+  // after any commit, so wait for most rows rather than for the first checkpoint. The file
+  // grows while a checkpoint copies, before the thread counts it: wait for the count too.
   const auto wanted = before + 50 * 4096;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::filesystem::file_size(path) <= wanted &&
+  while ((std::filesystem::file_size(path) <= wanted ||
+          checkpointer.background_checkpoints() == 0) &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -43,6 +43,20 @@ export async function getJson(path) {
   return body;
 }
 
+// POST a JSON body and read the JSON reply; errors as getJson's.
+export async function postJson(path, body) {
+  const res = await fetch(path, {method: 'POST', body: JSON.stringify(body),
+    headers: {Accept: 'application/json', 'Content-Type': 'application/json'}});
+  noteServerClock(res);
+  if (res.status === 401) {
+    toLogin();
+    throw new ApiError(401, 'the client token is required');
+  }
+  const reply = await res.json().catch(() => ({}));
+  if (!res.ok) throw new ApiError(res.status, reply?.error?.message ?? res.statusText);
+  return reply;
+}
+
 // Like getJson, but null for a 404 (an endpoint this coordinator does not have, or an unknown id).
 export async function getJsonOrNull(path) {
   try {

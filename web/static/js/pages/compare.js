@@ -1,7 +1,8 @@
 // The statistical comparison of a sweep (CompareSweepResponse, DESIGN §7) as a table: per
 // variant its means with 95% CIs, the difference to the baseline with the Holm-corrected p, time
 // split into steps to target and ms/step, the record rule, and the verdict, coloured; above it
-// the confound check (a warning when variants doing the same work differ in ms/step).
+// the confound check (a warning when variants doing the same work differ in ms/step). Rows of
+// imported record logs (compare?with=) are marked, with why their times are not compared.
 import {fmtDuration, fmtLoss, h} from '../dom.js';
 import {decompositionTable} from './decomposition.js';
 
@@ -62,9 +63,20 @@ function confoundNote(c) {
     c.confounded ? `Confound check failed: ${c.message}.` : `Confound check: ${c.message}.`);
 }
 
+// An imported variant's row (compare?with=): where its logs come from, and why its times are
+// not compared when they are not.
+function importedNote(v) {
+  const im = v.imported;
+  if (!im) return null;
+  return h('div', {class: 'small imported-note'},
+    h('span', {class: 'tag imported'}, 'imported'),
+    im.like_for_like ? `ran on ${im.hardware}` : (im.not_comparable || 'time not comparable'));
+}
+
 export function compareTable(compare) {
-  const rows = (compare.variants ?? []).map((v) => h('tr', {'data-variant': v.name},
-    h('td', {}, v.name),
+  const rows = (compare.variants ?? []).map((v) => h('tr',
+    {'data-variant': v.name, class: v.imported ? 'imported-row' : null},
+    h('td', {}, v.name, importedNote(v)),
     h('td', {}, `${v.n} (${v.n_reached} reached)`),
     h('td', {}, ci(v.final_val_loss, fmtLoss)),
     h('td', {}, delta(v.loss_vs_baseline, fmtLoss)),

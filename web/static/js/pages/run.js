@@ -1,5 +1,5 @@
 // One run: summary, loss curves and step times (live), its config against the baseline,
-// attempts, the trainer's stderr tail and the run's events.
+// attempts, the trainer's stderr tail and the run's events; for an imported run, its record log.
 import {getJson, live, mergePoints, num} from '../api.js';
 import {drawChart, followWidth, xy} from '../chart.js';
 import {badge, diffLines, fill, fmtDuration, fmtLoss, fmtTime, h, stateName, table} from '../dom.js';
@@ -9,8 +9,10 @@ function summary(run, sweep) {
   return h('div', {class: 'summary'},
     h('div', {class: 'page-head'}, h('h1', {}, `Run ${run.id}`), badge(run.state)),
     h('p', {}, 'sweep ', h('a', {href: `/sweeps/${run.sweep_id}`}, `${run.sweep_id} ${sweep?.name ?? ''}`),
-      ` · variant ${run.variant_name} · seed ${run.seed} · worker ${run.worker_id || '–'}` +
-      ` · trainer failures ${run.attempts_used}`),
+      ` · variant ${run.variant_name} · seed ${run.seed} · ` +
+      (run.imported ? 'imported from a record log (it ran elsewhere)'
+        : `worker ${run.worker_id || '–'} · trainer failures ${run.attempts_used}`),
+      run.imported ? h('span', {class: 'tag imported'}, 'imported') : null),
     h('dl', {class: 'facts'},
       h('dt', {}, 'final val loss'), h('dd', {}, fmtLoss(s.final_val_loss)),
       h('dt', {}, 'time to target'), h('dd', {},
@@ -60,6 +62,21 @@ function scriptSection(run, sweep) {
       h('dt', {}, 'vs baseline'), h('dd', {id: 'script-changes'},
         diffLines(variant?.diff_json).join('; ') || 'same as the baseline')),
     diff.script?.diff ? h('pre', {class: 'log', id: 'script-diff'}, diff.script.diff) : null);
+}
+
+// A run of an imported sweep (issue 39): the record log it was read from, as the log says it.
+function importedSection(run, sweep) {
+  const im = run.imported;
+  if (!im) return null;
+  return h('section', {id: 'imported-log'}, h('h2', {}, 'Record log'),
+    h('dl', {class: 'facts'},
+      h('dt', {}, 'file'), h('dd', {id: 'imported-file'}, im.file_name ?? ''),
+      h('dt', {}, 'sha256'), h('dd', {}, im.log_sha256 ?? ''),
+      h('dt', {}, 'GPUs in its nvidia-smi table'), h('dd', {}, im.logged_hardware || 'none listed'),
+      h('dt', {}, 'hardware the importer named'), h('dd', {}, sweep.imported_hardware || 'not said'),
+      h('dt', {}, 'script (snapshot sha256)'), h('dd', {}, im.script_hash || 'the log has none'),
+      h('dt', {}, 'steps'), h('dd', {}, num(im.total_steps)),
+      h('dt', {}, 'clock from step'), h('dd', {}, num(im.timed_from_step))));
 }
 
 function attempts(run) {
@@ -116,7 +133,9 @@ export async function render(root, id) {
   fill(root, page.el.head,
     h('section', {}, h('h2', {}, 'Curves ', h('span', {class: 'muted small'}, page.el.count, ' points')),
       h('div', {class: 'charts'}, page.el.loss, page.el.steps)),
-    configDiff(run, baseline), scriptSection(run, sweep), page.el.attempts, h('section', {}, h('h2', {}, 'Events'), page.el.events));
+    importedSection(run, sweep), configDiff(run, baseline),
+    run.imported ? null : scriptSection(run, sweep),
+    run.imported ? null : page.el.attempts, h('section', {}, h('h2', {}, 'Events'), page.el.events));
   followWidth(root);
   const key = num(run.id);
   const apply = (p) => {
@@ -124,6 +143,7 @@ export async function render(root, id) {
   };
   live(`/api/live/runs/${run.id}`, {
     run: (r) => {
+      if (run.imported && !r.imported) r.imported = run.imported;  // the stream's runs lack it
       fill(page.el.head, summary(r, sweep));
       fill(page.el.attempts, attempts(r));
       page.state = stateName(r.state);

@@ -1,6 +1,9 @@
 // One sweep: progress and ETA, why queued runs wait, the variant table (and the statistical
 // comparison when the coordinator has it), overlaid train and val loss per variant (mean line,
-// min-max band across seeds, target line), and its runs. Everything updates live.
+// min-max band across seeds, target line), and its runs. Everything updates live. A sweep of
+// imported record logs (issue 39) says so and names each run's log; a sweep of this cluster's
+// can put imported sweeps beside its own variants (?with=ID,ID): their rows in the comparison,
+// their curves dashed on the charts.
 import {getJson, getJsonOrNull, live, mergePoints, num, serverNow} from '../api.js';
 import {aggregate, colorOf, drawChart, followWidth, grid, resample, xy} from '../chart.js';
 import {badge, diffLines, fill, fmtDuration, fmtLoss, fmtMeanStd, fmtTime, h, meanStd,
@@ -10,12 +13,14 @@ import {compareTable} from './compare.js';
 const SERIES = 'train_loss,val_loss';
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
 
-// Chart settings, kept in the URL (?x=time&log=1&ema=0.6&seeds=each).
+// Chart settings and the imported sweeps shown beside this one, kept in the URL
+// (?x=time&log=1&ema=0.6&seeds=each&with=3,7).
 function readView() {
   const q = new URLSearchParams(location.search);
+  const withIds = (q.get('with') ?? '').split(',').filter((x) => /^[1-9][0-9]{0,17}$/.test(x));
   return {x: q.get('x') === 'time' ? 'time' : 'step', log: q.get('log') === '1',
     ema: Math.min(0.99, Math.max(0, Number(q.get('ema') ?? 0) || 0)),
-    seeds: q.get('seeds') === 'each' ? 'each' : 'mean'};
+    seeds: q.get('seeds') === 'each' ? 'each' : 'mean', with: [...new Set(withIds)].slice(0, 8)};
 }
 
 function writeView(view) {
@@ -24,6 +29,8 @@ function writeView(view) {
   q.set('log', view.log ? '1' : '0');
   q.set('ema', String(view.ema));
   q.set('seeds', view.seeds);
+  if (view.with.length) q.set('with', view.with.join(','));
+  else q.delete('with');
   history.replaceState(null, '', `${location.pathname}?${q}`);
 }
 
@@ -72,6 +79,7 @@ function header(page) {
   const done = (c.succeeded ?? 0) + (c.failed ?? 0) + (c.cancelled ?? 0);
   const p = progress(sweep, runs, variants);
   const reasons = (c.queued ?? 0) > 0 ? (sweep.waiting_reasons ?? []) : [];
+  if (sweep.imported) return importedHeader(sweep);
   return [
     h('div', {class: 'page-head'},
       h('h1', {}, `Sweep ${sweep.id}: ${sweep.name}`), badge(sweep.state),
@@ -93,6 +101,25 @@ function header(page) {
         // ever take them.
         r.includes(': unschedulable: ') ? {class: 'unschedulable'} : {}, r))))
       : null,
+  ];
+}
+
+// An imported sweep: what it is and where its runs ran, instead of progress and run order.
+function importedHeader(sweep) {
+  const c = sweep.counts ?? {};
+  return [
+    h('div', {class: 'page-head'},
+      h('h1', {}, `Sweep ${sweep.id}: ${sweep.name}`), badge(sweep.state),
+      h('span', {class: 'tag imported'}, 'imported'),
+      (sweep.tags ?? []).map((t) => h('span', {class: 'tag'}, t))),
+    h('p', {class: 'notice', id: 'imported-note'},
+      `Imported from ${c.total ?? 0} record logs: these runs ran elsewhere, on ` +
+      `${sweep.imported_hardware ? `"${sweep.imported_hardware}" (as the importer said)`
+        : 'hardware the importer did not name'}. ` +
+      'Their times are compared with a sweep of this cluster only when that sweep ran on the ' +
+      'same hardware; put them beside one from its page.'),
+    h('p', {class: 'muted'}, `target ${sweep.target_val_loss} · ` +
+      `${(sweep.variants ?? []).length} variants · imported ${fmtTime(num(sweep.created_ms))}`),
   ];
 }
 
@@ -120,7 +147,8 @@ function runRows(page) {
     h('a', {href: `/runs/${r.id}`}, r.id), names.get(r.variant_id) ?? r.variant_name, r.seed,
     badge(r.state), num(r.summary?.steps), fmtLoss(r.summary?.final_val_loss),
     r.summary?.reached_target ? fmtDuration(r.summary?.time_to_target_ms) : '–',
-    r.worker_id || '–', r.error || '']);
+    r.imported ? h('span', {class: 'imported-log', title: r.imported.log_sha256 ?? ''},
+      `imported: ${r.imported.file_name}`) : (r.worker_id || '–'), r.error || '']);
 }
 
 // One chart's data: per variant (mean + band) or per run, on one x grid.
@@ -133,7 +161,9 @@ function chartSpec(page, metric, title) {
     const c = xy(page.curves.get(num(r.id)), xKey, metric, view.ema);
     return {run: r, xs: c.xs.map((x) => x * scale), ys: c.ys};
   });
-  const xs = grid(curves);
+  // Imported sweeps' variants (dashed below) share the grid.
+  const imported = importedCurves(page, xKey, metric, scale);
+  const xs = grid([...curves, ...imported.flatMap((v) => v.curves)]);
   const columns = curves.map((c) => resample(c, xs));
   const series = [];
   const data = [xs];
@@ -153,8 +183,31 @@ function chartSpec(page, metric, title) {
       if (mine.length > 1) bands.push({lo: agg.lo, hi: agg.hi, color: colorOf(v.index)});
     }
   }
+  // Imported sweeps' variants, dashed: the mean of their logs' curves.
+  imported.forEach((v, k) => {
+    const agg = aggregate(v.curves.map((c) => resample(c, xs)), xs.length);
+    const color = colorOf(page.sweep.variants.length + k);
+    series.push({label: v.label, color, dash: [8, 5], width: 2});
+    data.push(agg.mean);
+  });
   return {title, xLabel: view.x === 'time' ? 'training time (s)' : 'step', yLabel: 'loss (nats)',
     logY: view.log, series, data, bands, target: Number(page.sweep.target_val_loss)};
+}
+
+// Per imported variant shown beside this sweep: its label and its runs' curves as (xs, ys).
+function importedCurves(page, xKey, metric, scale) {
+  const out = [];
+  for (const im of page.imported) {
+    for (const v of im.sweep.variants ?? []) {
+      const curves = [...im.runs.values()].filter((r) => r.variant_id === v.id &&
+        im.curves.has(num(r.id))).map((r) => {
+        const c = xy(im.curves.get(num(r.id)), xKey, metric, page.view.ema);
+        return {xs: c.xs.map((x) => x * scale), ys: c.ys};
+      });
+      if (curves.length) out.push({label: `${v.name}@imported-${im.sweep.id}`, curves});
+    }
+  }
+  return out;
 }
 
 function controls(page, redraw) {
@@ -177,13 +230,14 @@ function layout(root, page) {
   page.el = {
     head: h('section', {id: 'sweep-head'}),
     variants: h('section', {id: 'variants'}),
+    picker: h('div', {class: 'controls', id: 'compare-with'}),
     compare: h('section', {id: 'compare'}),
     train: h('div', {class: 'chart', id: 'chart-train'}),
     val: h('div', {class: 'chart', id: 'chart-val'}),
     runs: h('section', {id: 'runs'}),
     events: h('ul', {class: 'events', id: 'events'}),
   };
-  fill(root, page.el.head, page.el.variants, page.el.compare,
+  fill(root, page.el.head, page.el.variants, page.el.picker, page.el.compare,
     h('section', {}, h('h2', {}, 'Loss curves'), controls(page, () => drawCharts(page)),
       h('div', {class: 'charts'}, page.el.train, page.el.val)),
     page.el.runs, h('section', {}, h('h2', {}, 'Events'), page.el.events));
@@ -233,8 +287,61 @@ function scheduler(page) {
 }
 
 async function refreshCompare(page) {
-  const compare = await getJsonOrNull(`/api/sweeps/${page.sweep.id}/compare`);
-  if (compare) fill(page.el.compare, h('h2', {}, 'Comparison with the baseline'), compareTable(compare));
+  const withIds = page.view.with.join(',');
+  const query = withIds ? `?with=${withIds}` : '';
+  try {
+    const compare = await getJsonOrNull(`/api/sweeps/${page.sweep.id}/compare${query}`);
+    if (compare) {
+      fill(page.el.compare, h('h2', {}, 'Comparison with the baseline'), compareTable(compare));
+    }
+  } catch (e) {
+    fill(page.el.compare, h('h2', {}, 'Comparison with the baseline'),
+      h('p', {class: 'error', id: 'compare-error'}, String(e.message ?? e)));
+  }
+}
+
+// The imported sweeps this sweep's page may put beside its own (same target), as checkboxes;
+// a change reloads the comparison and the dashed curves, and is kept in the URL.
+async function drawImportedPicker(page) {
+  if (page.sweep.imported) return;
+  const all = (await getJson('/api/sweeps?limit=1000')).sweeps ?? [];
+  const target = Number(page.sweep.target_val_loss);
+  const choices = all.filter((s) => s.imported && Math.abs(Number(s.target_val_loss) - target) < 1e-9);
+  if (!choices.length) {
+    fill(page.el.picker);
+    return;
+  }
+  const boxes = choices.map((s) => h('label', {class: 'with-choice'},
+    h('input', {type: 'checkbox', value: s.id, 'data-with': s.id,
+      checked: page.view.with.includes(String(s.id)),
+      onchange: async (e) => {
+        const id = String(e.target.value);
+        page.view.with = e.target.checked ? [...page.view.with.filter((x) => x !== id), id].slice(0, 8)
+          : page.view.with.filter((x) => x !== id);
+        writeView(page.view);
+        await Promise.all([refreshCompare(page), loadImported(page)]);
+        drawCharts(page);
+      }}),
+    ` ${s.id} ${s.name} (${s.imported_hardware || 'hardware not said'})`));
+  fill(page.el.picker, h('span', {class: 'muted'}, 'Beside imported record logs: '), boxes);
+}
+
+// Loads the curves of the imported sweeps in view.with (each once).
+async function loadImported(page) {
+  const wanted = page.view.with;
+  const have = new Map(page.imported.map((im) => [String(im.sweep.id), im]));
+  const next = [];
+  for (const id of wanted) {
+    if (have.has(id)) { next.push(have.get(id)); continue; }
+    const sweep = await getJsonOrNull(`/api/sweeps/${id}`);
+    if (!sweep || !sweep.imported) continue;  // the comparison names what is wrong with it
+    const runs = (await getJson(`/api/sweeps/${id}/runs`)).runs ?? [];
+    const snapshot = await getJson(`/api/sweeps/${id}/metrics?series=${SERIES}&max_points=1000`);
+    const curves = new Map();
+    for (const c of snapshot.runs) mergePoints(curves, c.run_id, c.attempt_id, c.columns);
+    next.push({sweep, runs: new Map(runs.map((r) => [num(r.id), r])), curves});
+  }
+  page.imported = next;
 }
 
 function addEvent(page, e) {
@@ -261,16 +368,24 @@ export async function render(root, id) {
   const runs = (await getJson(`/api/sweeps/${sweep.id}/runs`)).runs ?? [];
   const page = {sweep, view: readView(), runs: new Map(runs.map((r) => [num(r.id), r])),
     variants: new Map(sweep.variants.map((v) => [v.id, v])), curves: new Map(), pending: [],
-    loaded: false};
+    loaded: false, imported: []};
   layout(root, page);
   drawTables(page);
   const redraw = scheduler(page);
   refreshCompare(page);
+  drawImportedPicker(page).catch((e) => {
+    fill(page.el.picker, h('p', {class: 'error'}, `imported sweeps: ${e.message ?? e}`));
+  });
+  const importedLoaded = loadImported(page).catch((e) => {
+    fill(page.el.picker, h('p', {class: 'error'}, `imported curves: ${e.message ?? e}`));
+  });
   let compareTimer = 0;
   live(`/api/live/sweeps/${sweep.id}?series=${SERIES}`, {
     sweep: (s) => { page.sweep = {...s, variants: page.sweep.variants}; redraw.tables(); },
     run: (r) => {
       const before = page.runs.get(num(r.id));
+      // The live stream's runs do not carry the imported log's facts; the listing's do.
+      if (before?.imported && !r.imported) r.imported = before.imported;
       page.runs.set(num(r.id), r);
       redraw.tables();
       if (before && before.state !== r.state) {
@@ -283,6 +398,6 @@ export async function render(root, id) {
       else { mergePoints(page.curves, p.run_id, p.attempt_id, p.columns, p.reset); redraw.charts(); }
     },
     event: (e) => addEvent(page, e),
-    ready: () => loadCurves(page),
+    ready: () => importedLoaded.then(() => loadCurves(page)),
   });
 }
