@@ -86,9 +86,86 @@ absl::StatusOr<std::string> BuildSpec(const DecomposeOptions& o) {
   return std::string(out.c_str()) + "\n";
 }
 
-// FROM or TO: a script (file or folder), or a record log (.txt or .log, modded-nanogpt's records/
-// format, as `ablate import` reads it), whose script is what that record ran.
-absl::StatusOr<ScriptUpload> ReadUpload(const std::string& path) {
+// The script a stored sweep's variant ran, by its snapshot: "sweep:ID" (a sweep of one variant)
+// or "sweep:ID/VARIANT", e.g. a record imported with `ablate import`, or a script sweep's variant.
+absl::StatusOr<ScriptUpload> StoredScript(Client& c, const std::string& ref) {
+  const std::string rest = ref.substr(std::string_view("sweep:").size());
+  const size_t slash = rest.find('/');
+  const std::string id_text = rest.substr(0, slash);
+  int64_t id = 0;
+  if (!id_text.empty() && id_text.size() <= 18 &&
+      std::all_of(id_text.begin(), id_text.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+    id = std::stoll(id_text);
+  }
+  if (id <= 0) {
+    return absl::InvalidArgumentError("'" + ref + "' is not sweep:ID or sweep:ID/VARIANT");
+  }
+  v1::GetSweepRequest sreq;
+  sreq.set_id(id);
+  v1::Sweep sweep;
+  grpc::Status st = c.stub().GetSweep(c.Context().get(), sreq, &sweep);
+  if (!st.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
+                        "sweep " + std::to_string(id) + ": " + st.error_message());
+  }
+  std::string variant = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  std::string names;
+  for (const v1::Variant& v : sweep.variants()) names += (names.empty() ? "" : ", ") + v.name();
+  if (variant.empty()) {
+    if (sweep.variants_size() != 1) {
+      return absl::InvalidArgumentError("sweep " + std::to_string(id) + " has " +
+                                        std::to_string(sweep.variants_size()) +
+                                        " variants: name one, sweep:ID/VARIANT (" + names + ")");
+    }
+    variant = sweep.variants(0).name();
+  }
+  const v1::Variant* chosen = nullptr;
+  for (const v1::Variant& v : sweep.variants()) {
+    if (v.name() == variant) chosen = &v;
+  }
+  if (chosen == nullptr) {
+    return absl::NotFoundError("sweep " + std::to_string(id) + " has no variant '" + variant +
+                               "' (it has " + names + ")");
+  }
+  const J config = J::parse(chosen->config_json(), nullptr, false);
+  const J* hash = nullptr;
+  if (config.is_object() && config.contains("script") && config["script"].is_object() &&
+      config["script"].contains("snapshot") && config["script"]["snapshot"].is_string()) {
+    hash = &config["script"]["snapshot"];
+  }
+  if (hash == nullptr) {
+    return absl::InvalidArgumentError(
+        "variant '" + variant + "' of sweep " + std::to_string(id) +
+        " names no one script (a built-in trainer's sweep, or imported logs that did not all "
+        "begin with the same script)");
+  }
+  v1::GetCodeSnapshotRequest hreq;
+  hreq.set_hash(hash->get<std::string>());
+  v1::CodeSnapshot snapshot;
+  st = c.stub().GetCodeSnapshot(c.Context().get(), hreq, &snapshot);
+  if (!st.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
+                        "the script of " + ref + ": " + st.error_message());
+  }
+  ScriptUpload out;
+  int64_t bytes = 0;
+  for (const v1::SnapshotFile& f : snapshot.files()) {
+    bytes += static_cast<int64_t>(f.content().size());
+    out.files.push_back({f.path(), f.content(), f.executable()});
+  }
+  // What came back is what the variant ran: the same hash, no more than a snapshot may hold.
+  if (bytes > kMaxSnapshotBytes || SnapshotHash(out.files) != hreq.hash()) {
+    return absl::DataLossError("the coordinator's snapshot " + hreq.hash().substr(0, 12) +
+                               " for " + ref + " does not match its hash");
+  }
+  return out;
+}
+
+// FROM or TO: a script (file or folder), a record log (.txt or .log, modded-nanogpt's records/
+// format, as `ablate import` reads it), whose script is what that record ran, or a stored
+// sweep's variant (sweep:ID[/VARIANT]), whose script snapshot is.
+absl::StatusOr<ScriptUpload> ReadUpload(Client& c, const std::string& path) {
+  if (path.starts_with("sweep:")) return StoredScript(c, path);
   if (path.ends_with(".txt") || path.ends_with(".log")) {
     absl::StatusOr<LoadedLog> log = LoadRecordLog(path, kRecordTargetValLoss);
     if (!log.ok()) return log.status();
@@ -481,9 +558,13 @@ CLI::App* AddDecomposeCommand(CLI::App* app, DecomposeOptions* o, bool* json) {
       "which of a record's changes made it faster: split the diff FROM -> TO into changes and "
       "run FROM, TO, each change alone (add-one-in) and each left out (leave-one-out)");
   sub->add_option("FROM", o->from,
-                  "the older script (the baseline), or a record log (.txt/.log) whose script it is")
+                  "the older script (the baseline), a record log (.txt/.log) whose script it "
+                  "is, or sweep:ID[/VARIANT], the script a stored sweep's variant ran (e.g. a "
+                  "record imported with ablate import)")
       ->required();
-  sub->add_option("TO", o->to, "the newer script, or a record log (records/ format)")->required();
+  sub->add_option("TO", o->to,
+                  "the newer script, a record log (records/ format), or sweep:ID[/VARIANT]")
+      ->required();
   sub->add_option("--spec", o->spec,
                   "base spec: name, seeds, target_val_loss, gpus_per_run, baseline launch keys "
                   "(args, env, ...), without ablations");
@@ -511,10 +592,13 @@ int DecomposeCommand(Client& c, const DecomposeOptions& o) {
   req.set_file_name(o.spec.empty() ? "decompose" : o.spec);
   req.set_dry_run(o.dry_run);
   for (const std::string& path : {o.from, o.to}) {
-    absl::StatusOr<ScriptUpload> u = ReadUpload(path);
+    absl::StatusOr<ScriptUpload> u = ReadUpload(c, path);
     if (!u.ok()) {
       std::cerr << "ablate: " << u.status().message() << "\n";
-      return kExitRejected;
+      // An unknown sweep or variant is not found; a file that cannot be read, rejected (as ever).
+      return path.starts_with("sweep:") && u.status().code() == absl::StatusCode::kNotFound
+                 ? kExitNotFound
+                 : kExitRejected;
     }
     AddToRequest(path, *u, &req);
   }

@@ -245,6 +245,23 @@ grpc::Status AblateServiceImpl::ListRuns(grpc::ServerContext* ctx, const v1::Lis
   return grpc::Status::OK;
 }
 
+grpc::Status AblateServiceImpl::GetCodeSnapshot(grpc::ServerContext* ctx,
+                                                const v1::GetCodeSnapshotRequest* req,
+                                                v1::CodeSnapshot* resp) {
+  if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;
+  const std::string& hash = req->hash();
+  if (hash.size() != 64 || !std::all_of(hash.begin(), hash.end(), [](char ch) {
+        return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+      })) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "a snapshot hash is 64 lowercase hex digits (a sha256)");
+  }
+  absl::StatusOr<Snapshot> files = store_->GetSnapshot(hash);
+  if (!files.ok()) return ToGrpc(files.status());
+  SnapshotToProto(hash, *files, resp);
+  return grpc::Status::OK;
+}
+
 grpc::Status AblateServiceImpl::GetRun(grpc::ServerContext* ctx, const v1::GetRunRequest* req,
                                        v1::Run* resp) {
   if (grpc::Status s = auth_->CheckClient(*ctx); !s.ok()) return s;

@@ -105,6 +105,8 @@ class AblateServiceImpl final
                            grpc::ServerWriter<v1::ExportedRun>* writer) override;
   // Record logs as an imported sweep (ablate_service_import.cc): the token is checked before any
   // chunk is read, RESOURCE_EXHAUSTED past kMaxUploadBytes, then every log parsed here.
+  grpc::Status GetCodeSnapshot(grpc::ServerContext* ctx, const v1::GetCodeSnapshotRequest* req,
+                               v1::CodeSnapshot* resp) override;
   grpc::Status ImportLogs(grpc::ServerContext* ctx,
                           grpc::ServerReader<v1::SubmitSweepChunk>* reader,
                           v1::ImportLogsResponse* resp) override;

@@ -272,7 +272,8 @@ class ImportTest(unittest.TestCase):
         self.assertEqual(a["same_hardware"], b["same_hardware"])
 
     def test_decompose_starts_from_record_logs(self):
-        """Two records' logs give the same decomposition as their scripts."""
+        """Two records' logs, as files or imported, give the same decomposition as their
+        scripts."""
         examples = os.path.join(os.environ["ABLATE_SOURCE_DIR"], "examples", "decompose")
         logs = []
         for name in ("from", "to"):
@@ -291,6 +292,24 @@ class ImportTest(unittest.TestCase):
         r = self.run_ablate("decompose", bad, logs[1], "--spec", base, "--dry-run")
         self.assertEqual(r.returncode, 3)
         self.assertIn("a second run in the same file", r.stderr)
+        # The same from the records once imported: the scripts come back from their snapshots.
+        r = self.run_ablate("--json", "import", logs[0], "--variant", "old")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        old = json.loads(r.stdout)["sweep"]["id"]
+        r = self.run_ablate("--json", "import", logs[1], "--variant", "new")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        new = json.loads(r.stdout)["sweep"]["id"]
+        by_sweeps = self.run_ablate("decompose", "sweep:%s/old" % old, "sweep:" + new,
+                                    "--spec", base, "--dry-run")
+        self.assertEqual(by_sweeps.returncode, 0, by_sweeps.stderr)
+        self.assertEqual(table(by_sweeps.stdout), table(by_scripts.stdout))
+        # Wrong references are named, with an exit status that says which.
+        for ref, code, phrase in (("sweep:%s/nope" % old, 4, "has no variant 'nope' (it has old)"),
+                                  ("sweep:999999", 4, "sweep 999999"),
+                                  ("sweep:x1", 3, "is not sweep:ID or sweep:ID/VARIANT")):
+            r = self.run_ablate("decompose", ref, "sweep:" + new, "--spec", base, "--dry-run")
+            self.assertEqual(r.returncode, code, r.stderr)
+            self.assertIn(phrase, r.stderr)
 
     def test_a_bad_log_stores_nothing_unless_skip_bad(self):
         d = self.tmp.name
