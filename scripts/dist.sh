@@ -13,7 +13,7 @@
 #   lib/                                     glibc, libstdc++, gRPC, protobuf, abseil, OpenSSL, OpenBLAS, ...
 #   share/ablate/web, share/ablate/examples  the dashboard (with uPlot) and the sweep examples
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd -P "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:?usage: scripts/dist.sh BUILD_DIR [OUT_DIR]}" && pwd)
 OUT=${2:-$BUILD/dist}
 VERSION=$(sed -n 's/^set(ABLATE_VERSION \([0-9.]*\))/\1/p' "$ROOT/cmake/AblateCommon.cmake")

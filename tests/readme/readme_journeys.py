@@ -11,7 +11,9 @@ What the README marks, in an HTML comment on the line before a block:
   <!-- journey: file PATH -->              (a yaml block) must equal the source tree's PATH
 An unmarked ```sh block is run. Each command line (with its `\\` continuations) must exit 0.
 `build/cli/ablate up` (without --demo) runs in the background, from its block to the end, as a
-user leaves it running in another terminal; the journey waits until it serves.
+user leaves it running in another terminal; the journey waits until it serves. So does a command
+line ending in ` &` (a second coordinator, say): when it names `--listen HOST:PORT`, the journey
+waits until that port accepts. Both get SIGINT at the end, as Ctrl-C would.
 
 Usage: readme_journeys.py SOURCE_DIR BUILD_DIR [--python PYTHON]
 """
@@ -19,6 +21,7 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -78,11 +81,13 @@ class Journey:
         os.makedirs(self.home)
         os.symlink(build, os.path.join(self.cwd, "build"))
         os.symlink(os.path.join(source, "examples"), os.path.join(self.cwd, "examples"))
+        os.symlink(os.path.join(source, "scripts"), os.path.join(self.cwd, "scripts"))
         self.env = dict(os.environ, HOME=self.home)
         self.env.pop("ABLATE_SERVER", None)
         if python:  # the interpreter with torch first on PATH, as on a Debian machine
             self.env["PATH"] = os.path.dirname(python) + ":" + self.env.get("PATH", "")
         self.up = None
+        self.background = []  # (command, process, log path) of the ` &` lines
         self.failures = []
 
     def fail(self, where, what):
@@ -103,6 +108,28 @@ class Journey:
             time.sleep(0.1)
         self.fail(where, f"`{command}` did not start serving: " + self.up_log())
 
+    def start_background(self, command, where):
+        command = command[:-1].rstrip()
+        log_path = os.path.join(self.root, f"background-{len(self.background)}.log")
+        log = open(log_path, "w")
+        proc = subprocess.Popen("exec " + command, shell=True, cwd=self.cwd, env=self.env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.background.append((command, proc, log_path))
+        print(f"  (in the background) {command}", flush=True)
+        words = shlex.split(command, comments=True)
+        if "--listen" not in words[:-1]:
+            return
+        host, _, port = words[words.index("--listen") + 1].rpartition(":")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection((host, int(port)), 1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        with open(log_path) as f:
+            self.fail(where, f"`{command}` did not listen on {host}:{port}: " + f.read()[-3000:])
+
     def up_log(self):
         with open(os.path.join(self.root, "up.log")) as f:
             return f.read()[-3000:]
@@ -112,6 +139,9 @@ class Journey:
         for command in commands(body):
             if is_up(command):
                 self.start_up(command, where)
+                continue
+            if command.endswith("&") and not command.endswith("&&"):
+                self.start_background(command, where)
                 continue
             print(f"  $ {command}", flush=True)
             started = time.monotonic()
@@ -132,6 +162,14 @@ class Journey:
                 self.fail(where, f"the output does not show {text!r}:\n{output[-3000:]}")
 
     def stop(self):
+        for command, proc, log_path in reversed(self.background):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    self.fail("background", f"`{command}` did not stop within 30 s of Ctrl-C")
         if self.up and self.up.poll() is None:
             os.killpg(self.up.pid, signal.SIGINT)  # Ctrl-C, as the README says
             try:
