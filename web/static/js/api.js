@@ -32,7 +32,12 @@ function toLogin() {
 // GET a JSON document; throws ApiError with the coordinator's message on failure, and sends the
 // browser to the login form when the client token is required.
 export async function getJson(path) {
-  const res = await fetch(path, {headers: {Accept: 'application/json'}});
+  return reply(await fetch(path, {headers: {Accept: 'application/json'}}));
+}
+
+// A reply's JSON body; ApiError with the coordinator's message on failure, and the login form
+// when the client token is required.
+async function reply(res) {
   noteServerClock(res);
   if (res.status === 401) {
     toLogin();
@@ -45,16 +50,8 @@ export async function getJson(path) {
 
 // POST a JSON body and read the JSON reply; errors as getJson's.
 export async function postJson(path, body) {
-  const res = await fetch(path, {method: 'POST', body: JSON.stringify(body),
-    headers: {Accept: 'application/json', 'Content-Type': 'application/json'}});
-  noteServerClock(res);
-  if (res.status === 401) {
-    toLogin();
-    throw new ApiError(401, 'the client token is required');
-  }
-  const reply = await res.json().catch(() => ({}));
-  if (!res.ok) throw new ApiError(res.status, reply?.error?.message ?? res.statusText);
-  return reply;
+  return reply(await fetch(path, {method: 'POST', body: JSON.stringify(body),
+    headers: {Accept: 'application/json', 'Content-Type': 'application/json'}}));
 }
 
 // Like getJson, but null for a 404 (an endpoint this coordinator does not have, or an unknown id).
