@@ -46,6 +46,8 @@ struct SshHostStatus {
   int64_t retry_ms = 0;     // backoff: when it is tried again
   int64_t last_start_ms = 0;  // how long its last bring-up took (push, preflight, start)
   bool last_start_copied = false;  // ... and whether that copied the bundle
+  // How that start detached the worker: "systemd user unit NAME" or "own session".
+  std::string started_as;
 };
 
 struct PoolStatus {

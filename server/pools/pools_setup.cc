@@ -87,6 +87,7 @@ v1::Pool PoolToProto(const PoolStatus& s) {
     out->set_retry_ms(h.retry_ms);
     out->set_last_start_ms(h.last_start_ms);
     out->set_last_start_copied(h.last_start_copied);
+    out->set_started_as(h.started_as);
     out->set_worker_id("ssh/" + s.config.name + "/" + h.key);
   }
   for (const PilotStatus& pilot : s.pilots) {

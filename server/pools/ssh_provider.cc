@@ -2,6 +2,7 @@
 #include "server/pools/ssh_provider.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <iostream>
 #include <sstream>
@@ -216,18 +217,38 @@ absl::Status SshProvider::BringUp(Host& h, int64_t now_ms) {
   std::string words;
   for (const std::string& a : argv) words += " " + ShellQuote(a);
   const std::string qd = ShellQuote(dir), qn = ShellQuote(node);
+  std::string unit = "ablate-worker-" + config_.name + "-" + h.host.key + "-" + std::to_string(n);
+  for (char& c : unit) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
   // The older incarnations' folders go but the last three (their logs say what happened).
   const std::string start_line =
       "set -e; rm -rf " + qd + "; mkdir -p " + qd + "/work && cd " + qd +
       " && cat > run.sh && printf '%s\\n' " + std::to_string(n) + " > " + qn +
       "/current.new && mv " + qn + "/current.new " + qn + "/current && "
-      "setsid -f sh ./run.sh" + words + " < /dev/null > /dev/null 2>&1; "
+      // Detached so that it outlives this SSH session: a transient systemd user unit where the
+      // node's user manager outlives logins (lingering), else a session of its own.
+      "if command -v systemd-run > /dev/null 2>&1 && "
+      "[ \"$(loginctl show-user \"$(id -un)\" -p Linger --value 2>/dev/null)\" = yes ] && "
+      "systemctl --user show-environment > /dev/null 2>&1; then "
+      "systemd-run --user --collect --quiet --unit=" + unit + " --working-directory=\"$PWD\" "
+      "sh ./run.sh" + words + " < /dev/null > /dev/null 2>&1; "
+      "echo 'detached: systemd user unit " + unit + "'; "
+      "else setsid -f sh ./run.sh" + words + " < /dev/null > /dev/null 2>&1; "
+      "echo 'detached: own session'; fi; "
       "i=0; while [ ! -s pid ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; "
       "cd " + qn + " && ls -1 | grep -E '^[0-9]+$' | sort -n | head -n -3 | xargs -r rm -rf";
   CommandOutput started = Counted(h.ssh->Run(start_line, kWrapper));
   if (absl::Status s = h.ssh->Check(started, "starting its worker"); !s.ok()) return s;
   h.status.incarnation = n;
   h.status.last_start_copied = bundle->copied;
+  h.status.started_as.clear();
+  if (size_t at = started.out.find("detached: "); at != std::string::npos) {
+    h.status.started_as = SshTrim(started.out.substr(at + 10, 200));
+    if (size_t nl = h.status.started_as.find('\n'); nl != std::string::npos) {
+      h.status.started_as.resize(nl);
+    }
+  }
   h.status.last_start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count();
@@ -236,7 +257,8 @@ absl::Status SshProvider::BringUp(Host& h, int64_t now_ms) {
   SshLog("ssh pool '" + config_.name + "': started worker " + SshWorkerId(config_.name, h.host.key) +
       " (incarnation " + std::to_string(n) + ") on " + h.host.text + " in " +
       std::to_string(h.status.last_start_ms) + " ms" +
-      (bundle->copied ? ", bundle copied" : ", bundle already there"));
+      (bundle->copied ? ", bundle copied" : ", bundle already there") +
+      (h.status.started_as.empty() ? "" : ", as " + h.status.started_as));
   return absl::OkStatus();
 }
 

@@ -3,11 +3,13 @@
 
 #include <openssl/evp.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "common/script_command.h"
 
@@ -178,8 +180,21 @@ void SshTransport::Close() {
   if (options_.control_dir.empty()) return;
   std::vector<std::string> argv = {"ssh"};
   for (std::string& a : CommonArgs()) argv.push_back(std::move(a));
+  std::vector<std::string> where = argv;
   argv.insert(argv.end(), {"-O", "exit", "--", Destination()});
-  runner_->Run(argv);
+  if (runner_->Run(argv).exit_code != 0) return;  // no master was running
+  // The master answers the exit request before it removes its socket; wait for that (briefly),
+  // so that a closed transport leaves nothing behind for the next one to trip on.
+  where.insert(where.end(), {"-G", "--", Destination()});
+  std::istringstream config(runner_->Run(where).out);
+  std::string path;
+  for (std::string line; std::getline(config, line);) {
+    if (line.rfind("controlpath ", 0) == 0) path = line.substr(12);
+  }
+  if (path.empty()) return;
+  for (int i = 0; i < 250 && std::filesystem::exists(path); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 absl::StatusOr<std::string> FileSha256(const std::string& path) {

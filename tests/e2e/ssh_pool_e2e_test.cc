@@ -218,6 +218,8 @@ TEST_F(SshPoolE2eTest, TwoHostsRunASweepThroughAKilledWorkerAndALostHost) {
   ASSERT_EQ(hosts.size(), 2u);
   EXPECT_TRUE(hosts[0].value("last_start_copied", false)) << hosts.dump(1);
   EXPECT_FALSE(hosts[1].value("last_start_copied", false)) << hosts.dump(1);
+  // These loopback nodes have no lingering systemd user manager: the worker gets its own session.
+  EXPECT_EQ(hosts[0].value("started_as", ""), "own session") << hosts.dump(1);
   const int first = WaitRunningOn(wa, 120s);
   ASSERT_GT(first, 0) << "no run started on " << wa;
   std::cerr << "sweep submitted -> first run started on the pool: "

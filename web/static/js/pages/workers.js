@@ -61,7 +61,8 @@ function hostRow(pool, host) {
   return h('tr', {'data-host': host.host},
     h('td', {}, host.host),
     h('td', {}, h('span', {class: `badge ${ok ? 'state-running' : 'state-failed'}`}, state)),
-    h('td', {}, inc > 0 ? host.worker_id : '–'), h('td', {}, start),
+    h('td', {}, inc > 0 ? host.worker_id : '–'),
+    h('td', host.started_as ? {title: `detached as ${host.started_as}`} : {}, start),
     h('td', {class: 'host-error'}, host.error || '–'));
 }
 
