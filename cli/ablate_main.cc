@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -27,7 +28,32 @@ Typical session:
   ablate runs --sweep 1 --state failed               # what went wrong
   ablate compare 1                                   # which ablation is faster, and is it real
   ablate plan 1 --effect 1%                          # seeds needed to see a 1% change
-  ablate --json sweep 1 | jq .variants               # scripts read JSON)";
+  ablate --json sweep 1 | jq .variants               # scripts read JSON
+
+The guide: README.md, then docs/ (docs/sweeps.md first); each command's --help names its page.)";
+
+// The guide's page (docs/, in the source tree and in the bundle's share/ablate/docs) that covers
+// each command; every command's --help ends with it (tests/cli: none is left without one).
+const std::map<std::string, std::string>& GuidePages() {
+  static const auto* pages = new std::map<std::string, std::string>{
+      {"submit", "sweeps"},   {"sweeps", "sweeps"},     {"sweep", "sweeps"},
+      {"runs", "sweeps"},     {"run", "sweeps"},        {"watch", "sweeps"},
+      {"cancel", "sweeps"},   {"up", "sweeps"},         {"presets", "sweeps"},
+      {"knobs", "sweeps"},    {"workers", "operations"}, {"pools", "pools"},
+      {"compare", "compare"}, {"records", "compare"},   {"plan", "compare"},
+      {"export", "compare"},  {"import", "records"},    {"verify-record", "records"},
+      {"decompose", "decompose"}};
+  return *pages;
+}
+
+void AddGuideFooters(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands({})) {
+    auto page = GuidePages().find(sub->get_name());
+    if (page == GuidePages().end()) continue;  // the test names the command left out
+    std::string footer = sub->get_footer();
+    sub->footer(footer + (footer.empty() ? "" : "\n") + "\nGuide: docs/" + page->second + ".md");
+  }
+}
 
 // Adds a required positional id (a sweep or run) to a subcommand.
 void AddId(CLI::App* sub, int64_t* id, const std::string& what) {
@@ -263,6 +289,7 @@ int main(int argc, char** argv) {
   AddLocalCommands(app, a);
   AddAnalysisCommands(app, a);
   AddRecordLogCommands(app, a);
+  AddGuideFooters(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

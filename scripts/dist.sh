@@ -12,6 +12,7 @@
 #   libexec/ablate*                          the programs (RPATH $ORIGIN/../lib)
 #   lib/                                     glibc, libstdc++, gRPC, protobuf, abseil, OpenSSL, OpenBLAS, ...
 #   share/ablate/web, share/ablate/examples  the dashboard (with uPlot) and the sweep examples
+#   share/ablate/README.md, share/ablate/docs  the README and its guide
 set -euo pipefail
 ROOT=$(cd -P "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:?usage: scripts/dist.sh BUILD_DIR [OUT_DIR]}" && pwd)
@@ -69,13 +70,16 @@ cp -r "$ROOT/web/node_modules/uplot/dist" "$B/share/ablate/web/node_modules/uplo
 [ ! -f "$ROOT/web/node_modules/uplot/LICENSE" ] ||
   cp "$ROOT/web/node_modules/uplot/LICENSE" "$B/share/ablate/web/node_modules/uplot/"
 cp "$ROOT"/examples/*.yaml "$B/share/ablate/examples/"
+mkdir -p "$B/share/ablate/docs"
+cp "$ROOT"/README.md "$B/share/ablate/"
+cp -r "$ROOT"/docs/. "$B/share/ablate/docs/"
 glibc=$(dpkg-query -W -f='${Version}' libc6)
 cat > "$B/README" <<EOF
 ablate $VERSION for x86-64 Linux (glibc 2.17 or newer; it brings its own glibc $glibc).
 bin/ablate up            a coordinator, its dashboard and a local worker on this machine
 bin/ablate-worker --check   is this node ready (GPUs, driver, cuBLASLt, NCCL, folders)?
 The NVIDIA driver, cuBLASLt and NCCL are the node's own (LD_LIBRARY_PATH or ldconfig).
-Examples: share/ablate/examples. Documentation: the project's README.
+Examples: share/ablate/examples. The guide: share/ablate/README.md and share/ablate/docs.
 EOF
 
 mkdir -p "$OUT"

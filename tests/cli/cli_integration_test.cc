@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "tests/util/subprocess.h"
@@ -427,6 +428,33 @@ TEST_F(TlsTest, ClientsNeedTheCaToTalkToATlsCoordinator) {
   }
   ASSERT_EQ(workers["workers"].size(), 1u) << worker.Stderr();
   EXPECT_EQ(workers["workers"][0]["id"], "tls-w");
+}
+
+// Each command's --help ends with the guide's page that covers it, and that page exists
+// (issue 40): a command added without a page fails here, naming it.
+TEST(CliHelpTest, EveryCommandsHelpEndsWithItsGuidePage) {
+  ProcessResult top = RunProcess({ABLATE_CLI_BIN, "--help"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("docs/sweeps.md"), std::string::npos) << top.out;
+  std::vector<std::string> commands;
+  std::istringstream lines(top.out.substr(top.out.find("Subcommands:")));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+    commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  ASSERT_GE(commands.size(), 19u) << top.out;
+  for (const std::string& command : commands) {
+    ProcessResult help = RunProcess({ABLATE_CLI_BIN, command, "--help"});
+    EXPECT_EQ(help.exit_code, 0) << command;
+    std::string out = help.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    const std::string last = out.substr(out.rfind('\n') + 1);
+    ASSERT_EQ(last.rfind("Guide: docs/", 0), 0u) << "ablate " << command << " --help ends: " << last;
+    const std::string page = last.substr(7);
+    EXPECT_TRUE(std::filesystem::is_regular_file(std::string(ABLATE_SOURCE_DIR) + "/" + page))
+        << "ablate " << command << " names " << page << ", which is not in the source tree";
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that the README's map of rooms (the table between <!-- rooms: begin --> and
+"""Checks that the map of rooms in docs/architecture.md (the table between <!-- rooms: begin --> and
 <!-- rooms: end -->, top of the house first) is true of the source tree:
 
   1. every folder holding code belongs to a room of the map (a folder under a room that has
@@ -27,11 +27,14 @@ def read_map(readme):
     text = open(readme, encoding="utf-8").read()
     m = re.search(r"<!-- rooms: begin -->(.*?)<!-- rooms: end -->", text, re.S)
     if not m:
-        sys.exit("check_rooms: README.md has no <!-- rooms: begin --> ... <!-- rooms: end -->")
+        sys.exit("check_rooms: docs/architecture.md has no <!-- rooms: begin --> ... <!-- rooms: end -->")
     rooms = re.findall(r"^\|\s*`([^`]+/)`\s*\|", m.group(1), re.M)
     if len(rooms) < 2 or len(set(rooms)) != len(rooms):
-        sys.exit(f"check_rooms: the README's map lists no rooms, or one twice: {rooms}")
+        sys.exit(f"check_rooms: the map (docs/architecture.md) lists no rooms, or one twice: {rooms}")
     return rooms  # top first
+
+
+MAP = "docs/architecture.md"
 
 
 def room_of(path, rooms):
@@ -83,7 +86,7 @@ def find_cycle(edges):
 
 
 def check(root):
-    rooms = read_map(os.path.join(root, "README.md"))
+    rooms = read_map(os.path.join(root, MAP))
     rank = {r: i for i, r in enumerate(rooms)}  # smaller = higher in the house
     parents = {r for r in rooms if any(o != r and o.startswith(r) for o in rooms)}
     problems = {"unmapped": set(), "upward": [], "server": []}
@@ -112,7 +115,7 @@ def check(root):
     failed = False
     if problems["unmapped"]:
         failed = True
-        print("Folders with code that the README's map does not list (add them to the table):")
+        print("Folders with code that the map (docs/architecture.md) does not list (add them to the table):")
         for f in sorted(problems["unmapped"]):
             print("  " + f)
     if problems["upward"]:
@@ -154,7 +157,8 @@ def self_test():
     failures = []
     for name, (files, expect) in cases.items():
         with tempfile.TemporaryDirectory() as root:
-            open(os.path.join(root, "README.md"), "w").write(table)
+            os.makedirs(os.path.join(root, "docs"), exist_ok=True)
+            open(os.path.join(root, MAP), "w").write(table)
             for path, inc in files.items():
                 os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
                 with open(os.path.join(root, path), "w") as f:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Runs the README's journeys (issue 23): every ```sh block of README.md that a user is told to
-run, in document order, as written, in a fresh working folder whose `build` is this build tree and
+"""Runs the README's journeys (issues 23, 40): every ```sh block of README.md and of the guide's
+pages (docs/*.md, in the order README.md's guide table lists them) that a user is told to run, in
+that order, as written, in a fresh working folder whose `build` is this build tree and
 whose `examples` are the source tree's, with HOME a fresh folder (so `ablate up` starts on a fresh
 data dir under ~/.local/share/ablate).
 
@@ -50,6 +51,24 @@ def blocks(readme_text):
         out.append((fence.group(1), start + 1, body, (m.group(1), m.group(2)) if m else None))
         i += 1
     return out
+
+
+def guide(source):
+    """README.md, then the docs pages in the order the README's guide table lists them. Every
+    docs/*.md must be listed there: a page a reader cannot reach is a page nobody checks."""
+    with open(os.path.join(source, "README.md")) as f:
+        readme = f.read()
+    listed = re.findall(r"^\|\s*\[[^\]]+\]\((docs/[\w.-]+\.md)\)", readme, re.M)
+    docs = os.path.join(source, "docs")
+    present = sorted(f"docs/{n}" for n in os.listdir(docs) if n.endswith(".md")) \
+        if os.path.isdir(docs) else []
+    unlisted = [p for p in present if p not in listed]
+    missing = [p for p in listed if p not in present]
+    if unlisted or missing or len(set(listed)) != len(listed):
+        raise ValueError(f"README.md's guide table: pages not listed {unlisted}, listed but "
+                         f"missing {missing}, listed twice "
+                         f"{sorted({p for p in listed if listed.count(p) > 1})}")
+    return ["README.md"] + listed
 
 
 def commands(body):
@@ -189,13 +208,18 @@ def main():
         python = args[at + 1]
         del args[at:at + 2]
     source, build = (os.path.abspath(a) for a in args)
-    with open(os.path.join(source, "README.md")) as f:
-        readme = f.read()
+    try:
+        pages = guide(source)
+    except ValueError as e:
+        print(f"FAIL {e}")
+        return 1
     journey = Journey(source, build, python)
     ran = skipped = 0
     try:
-        for language, line, body, mark in blocks(readme):
-            where = f"README.md:{line}"
+        for page, language, line, body, mark in (
+                (page, *b) for page in pages
+                for b in blocks(open(os.path.join(source, page)).read())):
+            where = f"{page}:{line}"
             kind, arg = mark if mark else ("", "")
             if kind == "file":
                 with open(os.path.join(source, arg)) as f:
