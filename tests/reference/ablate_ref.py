@@ -54,7 +54,7 @@ KNOB_DEFAULTS = {
     "lr_floor": 0.0, "batch_tokens": 524288, "device_batch_tokens": 65536,
     "val_tokens": 10485760, "val_every": 125, "target_val_loss": 3.28, "untimed_steps": 10,
     "seed": 0, "param_dtype.embed": "fp32", "param_dtype.head": "fp32",
-    "param_dtype.scalar": "fp32",
+    "param_dtype.scalar": "fp32", "activation_dtype": "fp32",
 }
 
 
@@ -256,6 +256,55 @@ def rms_norm(x):
     return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + RMS_EPS)
 
 
+class _RoundBf16(torch.autograd.Function):
+    """Rounds to bf16 (round to nearest even) in the forward; the gradient passes unchanged."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.to(torch.bfloat16).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Stream:
+    """The dtype of x0, the residual stream, the U-Net skips and the head input
+    (`activation_dtype`, MODEL.md "Activation dtype"). With bf16 every value the records keep in a
+    bf16 tensor is rounded where PyTorch rounds it: a product of a 0-dim fp32 weight and a bf16
+    tensor rounds the weight to bf16 and the product to bf16; the sum of two bf16 tensors is
+    rounded; a block's output (the records' bf16 GEMM output) is rounded before it is added.
+    Values stay in tensors of the run's dtype, so gradients are not rounded (straight through).
+    genuine=True holds the stream in real torch.bfloat16 tensors instead and lets torch round
+    (forward only: its gradients would be bf16); the self-test checks both give the same bits."""
+
+    def __init__(self, cfg, genuine=False):
+        self.bf16 = cfg["activation_dtype"] == "bf16"
+        self.genuine = genuine and self.bf16
+
+    def store(self, t):
+        """A tensor the stream keeps (x0, the head input)."""
+        if self.genuine:
+            return t.to(torch.bfloat16)
+        return _RoundBf16.apply(t) if self.bf16 else t
+
+    def scale(self, w, t):
+        """w · t for a scalar weight w (a 0-dim tensor) and a stream tensor t."""
+        if self.genuine or not self.bf16:
+            return w * t
+        return self.store(self.store(w) * t)
+
+    def add(self, a, b):
+        """a + b for a stream tensor a and a stream tensor or block output b."""
+        if self.genuine:
+            return a + b.to(torch.bfloat16)
+        return self.store(a + self.store(b)) if self.bf16 else a + b
+
+    def compute(self, t):
+        """A stream tensor as the input of a block's fp32 computation."""
+        return t.float() if self.genuine else t
+
+
 def rope_angles(cfg, T, dtype):
     h = cfg["head_dim"]
     half = h // 2
@@ -337,32 +386,34 @@ def softcap(cfg, z):
     return c * torch.sigmoid(z / (c / 4))
 
 
-def forward(cfg, P, idx, step, attend=attention, rope_table=None):
+def forward(cfg, P, idx, step, attend=attention, rope_table=None, stream=None):
     """Logits (B, T, V) after the softcap, for inputs idx (B, T) at training step `step`.
     attend: a layer's attention, with attention's signature (the step-time bench passes
-    flex_attention); rope_table: rope_angles precomputed (else made here)."""
+    flex_attention); rope_table: rope_angles precomputed (else made here); stream: the Stream
+    (else Stream(cfg))."""
     L = cfg["n_layer"]
+    S = stream or Stream(cfg)
     x = P["embed.weight"][idx]
     if cfg["embed_norm"]:
         x = rms_norm(x)
-    x0 = x
+    x = x0 = S.store(x)
     if rope_table is None:
-        rope_table = rope_angles(cfg, idx.shape[1], x.dtype)
+        rope_table = rope_angles(cfg, idx.shape[1], P["embed.weight"].dtype)
     state = {"v1": None, "rope": rope_table}
     skips = []
     for i in range(L):
         if cfg["unet_skips"] and i >= L // 2:
-            x = x + P["skip_weights"][i - L // 2] * skips.pop()
+            x = S.add(x, S.scale(P["skip_weights"][i - L // 2], skips.pop()))
         if cfg["embed_shortcut"]:
             lam = P[f"blocks.{i}.lambdas"]
-            x = lam[0] * x + lam[1] * x0
+            x = S.add(S.scale(lam[0], x), S.scale(lam[1], x0))
         if is_attention_layer(cfg, i):
-            x = x + attend(cfg, P, i, rms_norm(x), idx, step, state)
-        x = x + mlp(cfg, P, i, rms_norm(x))
+            x = S.add(x, attend(cfg, P, i, rms_norm(S.compute(x)), idx, step, state))
+        x = S.add(x, mlp(cfg, P, i, rms_norm(S.compute(x))))
         if cfg["unet_skips"] and i < L // 2:
             skips.append(x)
     head = P["embed.weight"] if cfg["tie_embeddings"] else P["lm_head.weight"]
-    return softcap(cfg, rms_norm(x) @ head.T)
+    return softcap(cfg, S.compute(S.store(rms_norm(S.compute(x)))) @ head.T)
 
 
 def loss_fn(logits, targets):
@@ -675,6 +726,19 @@ VARIANTS = {
                            "param_dtype.embed": "bf16", "param_dtype.scalar": "bf16"},
     "bf16_head": {"param_dtype.head": "bf16"},
     "bf16_tied": {"tie_embeddings": True, "param_dtype.head": "bf16"},
+    "bf16_stream": {"activation_dtype": "bf16", "embed_shortcut": True, "unet_skips": True,
+                    "embed_norm": False},
+    "r11_like_bf16": {"value_residual": True, "embed_shortcut": True, "unet_skips": True,
+                      "logit_softcap": 30.0, "muon.momentum_warmup_steps": 10,
+                      "muon.lr": 0.04, "adam.embed_lr": 0.6, "adam.head_lr": 0.008,
+                      "adam.scalar_lr": 0.04, "param_dtype.embed": "bf16",
+                      "param_dtype.scalar": "bf16", "activation_dtype": "bf16"},
+    "r18_like_bf16": {
+        **SLIDING, "value_embeds": 2, "rope": "half_truncated", "doc_masking": True,
+        "skip_attn_layers": [2], "embed_shortcut": True, "unet_skips": True,
+        "logit_softcap": 15.0, "softcap_kind": "tanh", "muon.lr": 0.05,
+        "muon.momentum_warmup_steps": 6, "muon.momentum_form": "lerp", "adam.beta1": 0.8,
+        "cooldown_frac": 0.4, "param_dtype.embed": "bf16", "activation_dtype": "bf16"},
     "r9_like": {"value_residual": True, "embed_shortcut": True, "logit_softcap": 30.0,
                 "muon.momentum_warmup_steps": 10},
     "all_on": {  # the r20 recipe at this scale
@@ -688,6 +752,8 @@ VARIANTS = {
         "adam.head_lr": 0.008, "adam.scalar_lr": 0.04, "adam.beta1": 0.8, "adam.eps": 1e-10,
         "cooldown_frac": 0.4, "lr_floor": 0.1, "param_dtype.embed": "bf16"},
 }
+
+VARIANTS["r20_like_bf16"] = {**VARIANTS["all_on"], "activation_dtype": "bf16"}
 
 
 def canonical(overrides):

@@ -2,7 +2,8 @@
 """Self-tests of the PyTorch reference (tests/reference/ablate_ref.py) that need no C++ side:
 Newton–Schulz output, window schedules and masks against record-presets.md's worked examples,
 LR and momentum schedules at the records' key steps, autograd against finite differences in
-float64 for every parity config, and the make-state / run / compare command line.
+float64 for every parity config, the bf16 stream's rounding against genuine torch.bfloat16
+tensors, and the make-state / run / compare command line.
 
 Run with Debian's /usr/bin/python3 (python3-torch). Exits 77 (ctest SKIP_RETURN_CODE) when
 torch is missing.
@@ -201,9 +202,46 @@ class GradientTest(unittest.TestCase):
                                     f"{name}: {pname}[{j}] autograd {grad[j].item()} fd {fd}")
 
     def test_every_parity_config(self):
+        # A bf16 stream is piecewise constant between bf16 values, so finite differences see its
+        # steps; its graph is checked with an fp32 stream here and its rounding in Bf16StreamTest.
         for name, overrides in sorted(ref.VARIANTS.items()):
             with self.subTest(config=name):
-                self.check_config_grads(name, tiny(ref.canonical(overrides)))
+                cfg = tiny(ref.canonical({**overrides, "activation_dtype": "fp32"}))
+                self.check_config_grads(name, cfg)
+
+
+class Bf16StreamTest(unittest.TestCase):
+    """activation_dtype bf16: the rounded fp32 tensors hold exactly what torch's bf16 tensors
+    hold in the records' arrangement, and gradients pass the roundings unchanged."""
+
+    BF16_VARIANTS = sorted(n for n, o in ref.VARIANTS.items() if o.get("activation_dtype") == "bf16")
+
+    def test_parity_configs_cover_the_bf16_records(self):
+        self.assertGreaterEqual(set(self.BF16_VARIANTS),
+                                {"r11_like_bf16", "r18_like_bf16", "r20_like_bf16"})
+
+    def test_rounding_is_torch_bf16_tensors(self):
+        for name in self.BF16_VARIANTS:
+            with self.subTest(config=name):
+                cfg = ref.canonical(ref.VARIANTS[name])
+                gen = torch.Generator().manual_seed(3)
+                P = ref.random_params(cfg, gen)
+                idx = torch.randint(0, cfg["vocab_size"], (2, cfg["seq_len"]), generator=gen)
+                step = cfg["num_iterations"] // 2
+                with torch.no_grad():
+                    emulated = ref.forward(cfg, P, idx, step)
+                    genuine = ref.forward(cfg, P, idx, step, stream=ref.Stream(cfg, genuine=True))
+                    fp32 = ref.forward(cfg, P, idx, step,
+                                       stream=ref.Stream({"activation_dtype": "fp32"}))
+                self.assertTrue(torch.equal(emulated, genuine), name)
+                self.assertFalse(torch.equal(emulated, fp32), name)
+
+    def test_gradients_pass_straight_through(self):
+        x = torch.tensor([1.0 + 2.0**-10, 3.0], requires_grad=True)
+        y = ref._RoundBf16.apply(x)
+        self.assertEqual(y.tolist(), [1.0, 3.0])
+        (y * torch.tensor([2.0, 5.0])).sum().backward()
+        self.assertEqual(x.grad.tolist(), [2.0, 5.0])
 
 
 class ConfigTest(unittest.TestCase):

@@ -203,6 +203,17 @@ INSTANTIATE_TEST_SUITE_P(
         KnobCase{"embed_vocab", {{"embed_vocab_size", 90}}},
         // An odd vocabulary: the head's logits and dlogits have odd leading dimensions.
         KnobCase{"odd_vocab", {{"vocab_size", 97}}}, KnobCase{"r20_stack", R20Stack()},
+        // activation_dtype bf16 (the r11/r18/r20 presets' default): both twins round x0, the
+        // stream, the skip and shortcut mixes to bf16 at the same points.
+        KnobCase{"bf16_stream",
+                 {{"activation_dtype", "bf16"}, {"embed_shortcut", true}, {"unet_skips", true}}},
+        KnobCase{"bf16_stream_no_embed_norm",
+                 {{"activation_dtype", "bf16"}, {"embed_norm", false}, {"embed_shortcut", true}}},
+        KnobCase{"r20_stack_bf16", [] {
+                   J j = R20Stack();
+                   j.update({{"activation_dtype", "bf16"}, {"param_dtype.embed", "bf16"}});
+                   return j;
+                 }()},
         // The same through the mma attention kernels (head_dim 64), the whole model's check of
         // them before kAuto may choose them.
         KnobCase{"r20_stack_mma", R20Stack(), AttentionImpl::kMma}),

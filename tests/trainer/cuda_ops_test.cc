@@ -146,6 +146,28 @@ TEST_F(CudaOps, ResidualMixForwardMatchesCpu) {
     EXPECT_LT(RelError(d_out.Get(), want), 1e-6);
   }
   std::vector<float> xb = RoundBf16(x), yb = RoundBf16(y);
+  {  // bf16 stream (activation_dtype bf16), fp32 buffers: bit for bit the CPU's rounding
+    DeviceTensor<float> d_x(ctx(), xb), d_y(ctx(), yb), d_out(ctx(), n);
+    DeviceTensor<bf16> d_yb(ctx(), yb);
+    cuda::MixWeight a = cuda::MixWeight::Param(d_w.get()).RoundedIf(cpu::Rounding::kBf16);
+    cuda::MixWeight b = cuda::MixWeight::Param(d_w.get() + 1).RoundedIf(cpu::Rounding::kBf16);
+    std::vector<float> want(n);
+    cpu::residual_mix_forward(want.data(), xb.data(), w[0], yb.data(), w[1], n,
+                              cpu::Rounding::kBf16);
+    d_out.Poison();
+    ABLATE_EXPECT_OP(ctx(), cuda::residual_mix_forward<float, float, float>(
+                                ctx(), d_out.get(), d_x.get(), a, d_y.get(), b, n,
+                                cpu::Rounding::kBf16));
+    EXPECT_EQ(d_out.Get(), want) << "shortcut mix";
+    d_out.Poison();  // a block's output, written by its GEMM in bf16, added to the stream
+    ABLATE_EXPECT_OP(ctx(), cuda::residual_mix_forward<float, float, bf16>(
+                                ctx(), d_out.get(), d_x.get(), a, d_yb.get(), b, n,
+                                cpu::Rounding::kBf16));
+    EXPECT_EQ(d_out.Get(), want) << "bf16 branch";
+    DeviceTensor<float> d_r(ctx(), x);
+    ABLATE_EXPECT_OP(ctx(), cuda::round_to_bf16(ctx(), d_r.get(), n));
+    EXPECT_EQ(d_r.Get(), xb);
+  }
   {  // value residual: (1 − λ)·v + λ·v1, bf16
     DeviceTensor<bf16> d_x(ctx(), xb), d_y(ctx(), yb), d_out(ctx(), n);
     d_out.Poison();

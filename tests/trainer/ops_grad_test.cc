@@ -146,6 +146,25 @@ TEST(OpsGrad, ResidualMix) {
   EXPECT_LT(MaxRelError(ab, f, dab), kTol);
 }
 
+// activation_dtype bf16: the weight is rounded to bf16 before it multiplies (as PyTorch casts a
+// 0-dim fp32 tensor to a bf16 tensor's dtype), then the product and the sum; the backward's
+// input gradients use the rounded weight (straight through the roundings).
+TEST(OpsGrad, ResidualMixBf16RoundsAsBf16Tensors) {
+  float a = 1.f + std::ldexp(1.f, -9), b = 0.5f;  // bf16(a) = 1 (a tie, to even)
+  std::vector<float> x = {1.f, 3.f}, y = {std::ldexp(1.f, -8), 1.f + std::ldexp(1.f, -7)}, out(2);
+  residual_mix_forward(out.data(), x.data(), a, y.data(), b, 2, Rounding::kBf16);
+  EXPECT_EQ(out[0], 1.f);  // 1 + 2^-9 rounds back to 1 (tie to even)
+  EXPECT_EQ(out[1], 3.5f);  // 3 + (0.5 + 2^-8) = 3.50390625 → 3.5
+  std::vector<float> fp32(2);
+  residual_mix_forward(fp32.data(), x.data(), a, y.data(), b, 2);
+  EXPECT_NE(fp32[0], out[0]);
+  EXPECT_EQ(mix_weight(a, Rounding::kBf16), 1.f);
+  EXPECT_EQ(mix_weight(a, Rounding::kNone), a);
+  std::vector<double> r = {1.0 + std::ldexp(1.0, -9), 1.0 + 3 * std::ldexp(1.0, -9)};
+  round_to_bf16(r.data(), 2);
+  EXPECT_EQ(r, (std::vector<double>{1.0, 1.0 + std::ldexp(1.0, -7)}));
+}
+
 class SoftcapGrad : public ::testing::TestWithParam<Softcap> {};
 
 TEST_P(SoftcapGrad, MatchesFiniteDifferences) {

@@ -92,7 +92,8 @@ std::vector<KnobSpec> ArchitectureKnobs() {
   };
 }
 
-// Parameter storage (the CPU rounds to bf16 after every update; see MODEL.md).
+// Parameter storage (the CPU rounds to bf16 after every update) and the stream's dtype; see
+// MODEL.md.
 std::vector<KnobSpec> StorageKnobs() {
   return {
       Choice("param_dtype.embed", "fp32", {"fp32", "bf16"},
@@ -101,6 +102,10 @@ std::vector<KnobSpec> StorageKnobs() {
       Choice("param_dtype.head", "fp32", {"fp32", "bf16"}, "storage of lm_head (records: fp32)"),
       Choice("param_dtype.scalar", "fp32", {"fp32", "bf16"},
              "storage of the λs and skip weights: r11: bf16 (model.bfloat16()), r18+: fp32"),
+      Choice("activation_dtype", "fp32", {"fp32", "bf16"},
+             "x0, residual stream, U-Net skips, head input: bf16 rounds them (and the λ and "
+             "skip-weight products, block outputs added) as the records' bf16 tensors (r11, r18, "
+             "r20: bf16)"),
   };
 }
 

@@ -27,7 +27,9 @@ J R11() {
              {"warmdown_iters", 900},
              // model.bfloat16() then .float() on CastedLinear only: the embedding, every λ and
              // the skip weights stay bf16 parameters.
-             {"param_dtype.embed", "bf16"}, {"param_dtype.scalar", "bf16"}});
+             {"param_dtype.embed", "bf16"}, {"param_dtype.scalar", "bf16"},
+             // ...and every activation is a bf16 tensor: x0, the stream, the skips.
+             {"activation_dtype", "bf16"}});
   return j;
 }
 

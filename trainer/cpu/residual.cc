@@ -7,6 +7,7 @@
 
 #include "trainer/cpu/parallel.h"
 #include "trainer/cpu/reduce.h"
+#include "trainer/model/bf16.h"
 
 namespace ablate::cpu {
 namespace {
@@ -38,7 +39,22 @@ void Axpy(T* out, T a, const T* x, int64_t n) {
 }  // namespace
 
 template <class T>
-void residual_mix_forward(T* out, const T* x, T a, const T* y, T b, int64_t n) {
+T mix_weight(T w, Rounding rounding) {
+  return rounding == Rounding::kBf16 ? T(RoundToBf16(float(w))) : w;
+}
+
+template <class T>
+void residual_mix_forward(T* out, const T* x, T a, const T* y, T b, int64_t n,
+                          Rounding rounding) {
+  if (rounding == Rounding::kBf16) {
+    a = mix_weight(a, rounding), b = mix_weight(b, rounding);
+    auto r = [](T v) { return T(RoundToBf16(float(v))); };
+    ParallelFor((n + kResidualChunk - 1) / kResidualChunk, [&](int64_t c) {
+      int64_t i0 = c * kResidualChunk, e = std::min(n, i0 + kResidualChunk);
+      for (int64_t i = i0; i < e; ++i) out[i] = r(r(a * x[i]) + (y ? r(b * y[i]) : T(0)));
+    });
+    return;
+  }
   ParallelFor((n + kResidualChunk - 1) / kResidualChunk, [&](int64_t c) {
     int64_t i0 = c * kResidualChunk, e = std::min(n, i0 + kResidualChunk);
     if (y == nullptr) {
@@ -46,6 +62,14 @@ void residual_mix_forward(T* out, const T* x, T a, const T* y, T b, int64_t n) {
     } else {
       for (int64_t i = i0; i < e; ++i) out[i] = a * x[i] + b * y[i];
     }
+  });
+}
+
+template <class T>
+void round_to_bf16(T* x, int64_t n) {
+  ParallelFor((n + kResidualChunk - 1) / kResidualChunk, [&](int64_t c) {
+    int64_t i0 = c * kResidualChunk, e = std::min(n, i0 + kResidualChunk);
+    for (int64_t i = i0; i < e; ++i) x[i] = T(RoundToBf16(float(x[i])));
   });
 }
 
@@ -59,9 +83,13 @@ void residual_mix_backward(const MixGrads<T>& g, const T* dout, const T* x, T a,
 }
 
 template void residual_mix_forward<float>(float*, const float*, float, const float*, float,
-                                          int64_t);
+                                          int64_t, Rounding);
 template void residual_mix_forward<double>(double*, const double*, double, const double*, double,
-                                           int64_t);
+                                           int64_t, Rounding);
+template float mix_weight<float>(float, Rounding);
+template double mix_weight<double>(double, Rounding);
+template void round_to_bf16<float>(float*, int64_t);
+template void round_to_bf16<double>(double*, int64_t);
 template void residual_mix_backward<float>(const MixGrads<float>&, const float*, const float*,
                                            float, const float*, float, int64_t);
 template void residual_mix_backward<double>(const MixGrads<double>&, const double*,

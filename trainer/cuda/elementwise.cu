@@ -110,19 +110,34 @@ __global__ void RopeKernel(T* out, const T* inp, const float* cos_t, const float
 
 // ---- Stream mixes -------------------------------------------------------------------------
 
+__device__ __forceinline__ float RoundBf16(float v) {
+  return __bfloat162float(__float2bfloat16(v));  // round to nearest even
+}
+
 __device__ __forceinline__ float Weight(const MixWeight& w) {
-  return w.ptr != nullptr ? w.offset + w.scale * *w.ptr : w.offset;
+  float v = w.ptr != nullptr ? w.offset + w.scale * *w.ptr : w.offset;
+  return w.bf16 ? RoundBf16(v) : v;
 }
 
 template <class TOut, class TX, class TY>
 __global__ void MixForwardKernel(TOut* out, const TX* x, MixWeight a, const TY* y, MixWeight b,
-                                 int64_t n) {
+                                 int64_t n, bool bf16_stream) {
   float av = Weight(a), bv = y != nullptr ? Weight(b) : 0.f;
   for (int64_t i = GlobalThread(); i < n; i += GridStride()) {
-    float v = av * ToFloat(x[i]);
-    if (y != nullptr) v += bv * ToFloat(y[i]);
+    float v;
+    if (bf16_stream) {
+      v = RoundBf16(av * ToFloat(x[i]));
+      if (y != nullptr) v = RoundBf16(v + RoundBf16(bv * ToFloat(y[i])));
+    } else {
+      v = av * ToFloat(x[i]);
+      if (y != nullptr) v += bv * ToFloat(y[i]);
+    }
     out[i] = FromFloat<TOut>(v);
   }
+}
+
+__global__ void RoundBf16Kernel(float* x, int64_t n) {
+  for (int64_t i = GlobalThread(); i < n; i += GridStride()) x[i] = RoundBf16(x[i]);
 }
 
 // Fixed grid for the weight-gradient sums: the partials of block k always cover the same
@@ -316,11 +331,18 @@ Status rope_backward(CudaContext& ctx, T* dinp, const T* dout, const RopeTable& 
 
 template <class TOut, class TX, class TY>
 Status residual_mix_forward(CudaContext& ctx, TOut* out, const TX* x, MixWeight a, const TY* y,
-                            MixWeight b, int64_t n) {
+                            MixWeight b, int64_t n, Rounding rounding) {
   if (n == 0) return {};
-  MixForwardKernel<TOut, TX, TY>
-      <<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(out, x, a, y, b, n);
+  MixForwardKernel<TOut, TX, TY><<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
+      out, x, a, y, b, n, rounding == Rounding::kBf16);
   ABLATE_CUDA_LAUNCH_CHECK("MixForwardKernel");
+  return {};
+}
+
+Status round_to_bf16(CudaContext& ctx, float* x, int64_t n) {
+  if (n == 0) return {};
+  RoundBf16Kernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(x, n);
+  ABLATE_CUDA_LAUNCH_CHECK("RoundBf16Kernel");
   return {};
 }
 
@@ -401,11 +423,14 @@ template Status rope_backward<float>(CudaContext&, float*, const float*, const R
                                      int64_t, int64_t, int64_t);
 template Status residual_mix_forward<float, float, float>(CudaContext&, float*, const float*,
                                                           MixWeight, const float*, MixWeight,
-                                                          int64_t);
+                                                          int64_t, Rounding);
+template Status residual_mix_forward<float, float, bf16>(CudaContext&, float*, const float*,
+                                                         MixWeight, const bf16*, MixWeight,
+                                                         int64_t, Rounding);
 template Status residual_mix_forward<bf16, bf16, bf16>(CudaContext&, bf16*, const bf16*, MixWeight,
-                                                       const bf16*, MixWeight, int64_t);
+                                                       const bf16*, MixWeight, int64_t, Rounding);
 template Status residual_mix_forward<bf16, bf16, float>(CudaContext&, bf16*, const bf16*, MixWeight,
-                                                        const float*, MixWeight, int64_t);
+                                                        const float*, MixWeight, int64_t, Rounding);
 template Status residual_mix_backward<float, float>(CudaContext&, const MixGrads&, const float*,
                                                     const float*, MixWeight, const float*,
                                                     MixWeight, int64_t);

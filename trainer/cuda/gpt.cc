@@ -324,8 +324,28 @@ Status Gpt::Run(const int32_t* tokens, const std::vector<int64_t>& windows, int6
 Status Gpt::EmbedForward() {
   int64_t c = m_.model_dim;
   ABLATE_RETURN_IF_ERROR(embedding_forward(ctx_, emb_, P(embed_), inputs_, n_, c));
-  if (!m_.embed_norm) return {};  // x0_ is emb_
-  return rmsnorm_forward<float, float>(ctx_, x0_, emb_rstd_, emb_, n_, c);
+  if (m_.embed_norm) {
+    ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, float>(ctx_, x0_, emb_rstd_, emb_, n_, c));
+  }  // else x0_ is emb_, which the backward does not read
+  return m_.Bf16Stream() ? round_to_bf16(ctx_, x0_, n_ * c) : Status();
+}
+
+Rounding Gpt::StreamRounding() const {
+  return m_.Bf16Stream() ? Rounding::kBf16 : Rounding::kNone;
+}
+
+// out = x + act · wᵀ. A bf16 stream writes the product to bf16 (the qkv_ scratch, free after the
+// split) and adds it rounding the sum, as two bf16 tensors add in PyTorch; fp32 adds in the GEMM.
+Status Gpt::AddBranch(float* out, const float* x, const bf16* act, const bf16* w, int64_t in) {
+  int64_t c = m_.model_dim;
+  if (!m_.Bf16Stream()) {
+    ABLATE_RETURN_IF_ERROR(CopyDevice(out, x, n_ * c));
+    return matmul_forward<float>(ctx_, out, act, w, n_, in, c, Output::kAdd);
+  }
+  ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, qkv_, act, w, n_, in, c));
+  return residual_mix_forward<float, float, bf16>(ctx_, out, x, MixWeight::Constant(1.f), qkv_,
+                                                  MixWeight::Constant(1.f), n_ * c,
+                                                  Rounding::kBf16);
 }
 
 Result<const float*> Gpt::BlockForward(int64_t i, const float* x) {
@@ -334,16 +354,18 @@ Result<const float*> Gpt::BlockForward(int64_t i, const float* x) {
   a.x_prev = x;
   if (m_.unet_skips && i >= half) {
     const float* skip = layers_[m_.n_layer - 1 - i].x_out;
-    ABLATE_RETURN_IF_ERROR(
-        residual_mix_forward<float, float, float>(ctx_, a.skip_sum, x, MixWeight::Constant(1.f),
-                                                  skip, MixWeight::Param(P(skip_) + i - half), nc));
+    MixWeight w = MixWeight::Param(P(skip_) + i - half).RoundedIf(StreamRounding());
+    ABLATE_RETURN_IF_ERROR(residual_mix_forward<float, float, float>(
+        ctx_, a.skip_sum, x, MixWeight::Constant(1.f), skip, w, nc, StreamRounding()));
     x = a.skip_sum;
   }
   a.x_pre = x;
   if (m_.embed_shortcut) {
     const float* lam = P(blocks_[i].lambdas);
+    Rounding r = StreamRounding();
     ABLATE_RETURN_IF_ERROR(residual_mix_forward<float, float, float>(
-        ctx_, a.mixed, x, MixWeight::Param(lam), x0_, MixWeight::Param(lam + 1), nc));
+        ctx_, a.mixed, x, MixWeight::Param(lam).RoundedIf(r), x0_,
+        MixWeight::Param(lam + 1).RoundedIf(r), nc, r));
     x = a.mixed;
   }
   a.x_in = x;
@@ -372,9 +394,7 @@ Status Gpt::AttentionForward(int64_t i, LayerActs& a) {
   ABLATE_RETURN_IF_ERROR(rope_forward<bf16>(ctx_, a.k, k_in, rope_, b_, t_, nh, hd));
   ABLATE_RETURN_IF_ERROR(attention_forward(ctx_, a.att, a.lse, a.q, a.k, a.v, a.lo, b_, t_, nh, hd,
                                            float(m_.AttentionScale()), attention_));
-  ABLATE_RETURN_IF_ERROR(CopyDevice(a.attn_out, a.x_in, n_ * c));
-  ABLATE_RETURN_IF_ERROR(
-      matmul_forward<float>(ctx_, a.attn_out, a.att, W(o.proj), n_, c, c, Output::kAdd));
+  ABLATE_RETURN_IF_ERROR(AddBranch(a.attn_out, a.x_in, a.att, W(o.proj), c));
   a.x_mid = a.attn_out;
   return {};
 }
@@ -408,13 +428,13 @@ Status Gpt::MlpForward(int64_t i, LayerActs& a) {
   ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, a.ln2, a.rstd2, a.x_mid, n_, c));
   ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, a.fc, a.ln2, W(o.fc), n_, c, f));
   ABLATE_RETURN_IF_ERROR(mlp_act_forward(ctx_, act_, a.fc, n_ * f, m_.mlp_act));
-  ABLATE_RETURN_IF_ERROR(CopyDevice(a.x_out, a.x_mid, n_ * c));
-  return matmul_forward<float>(ctx_, a.x_out, act_, W(o.mlp_proj), n_, f, c, Output::kAdd);
+  return AddBranch(a.x_out, a.x_mid, act_, W(o.mlp_proj), f);
 }
 
 Status Gpt::HeadForward(const float* x, int64_t divisor, bool train) {
   int64_t c = m_.model_dim, v = m_.vocab_size;
   x_last_ = x;
+  // The head input is bf16 (a GEMM operand) with either activation_dtype.
   ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, lf_, lf_rstd_, x, n_, c));
   if (train) {
     float dloss = (1.f / float(divisor)) / float(n_);  // as the CPU: scale / n

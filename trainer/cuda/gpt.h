@@ -20,6 +20,7 @@
 #include "trainer/cuda/device_layout.h"
 #include "trainer/cuda/dtype.h"
 #include "trainer/cuda/embedding.h"
+#include "trainer/cuda/residual.h"
 #include "trainer/cuda/rope.h"
 #include "trainer/cuda/softcap_cross_entropy.h"
 #include "trainer/model/gpt.h"
@@ -108,6 +109,8 @@ class Gpt {
   Status ValueMixForward(int64_t i, LayerActs& a);
   Status MlpForward(int64_t i, LayerActs& a);
   Status HeadForward(const float* x, int64_t divisor, bool train);
+  Rounding StreamRounding() const;
+  Status AddBranch(float* out, const float* x, const bf16* act, const bf16* w, int64_t in);
   Status Backward();
   Status BlockBackward(int64_t i);
   Status MlpBackward(int64_t i, LayerActs& a);

@@ -1,6 +1,8 @@
 // CUDA GPT backward: the exact reverse of gpt.cc, step for step as trainer/model/gpt_backward.cc.
 // The head's backward GEMMs already ran inside the forward's chunk loop (dln_ holds d(final
 // norm output) and the head's weight gradient is accumulated), so this starts at the final norm.
+// A bf16 stream's roundings pass gradients straight through, as on the CPU; the mixes' dx and dy
+// use the bf16-rounded weights the forward used.
 #include <utility>
 
 #include "trainer/cuda/attention.h"
@@ -147,8 +149,10 @@ Status Gpt::ShortcutBackward(int64_t i, LayerActs& a) {
   float* dlam = G(blocks_[i].lambdas);
   MixGrads g{dtmp_, Output::kOverwrite, dx0_, Output::kAdd, {dlam, 1.f}, {dlam + 1, 1.f}};
   ABLATE_RETURN_IF_ERROR(
-      residual_mix_backward<float, float>(ctx_, g, dx_, a.x_pre, MixWeight::Param(lam), x0_,
-                                          MixWeight::Param(lam + 1), n_ * m_.model_dim));
+      residual_mix_backward<float, float>(ctx_, g, dx_, a.x_pre,
+                                          MixWeight::Param(lam).RoundedIf(StreamRounding()), x0_,
+                                          MixWeight::Param(lam + 1).RoundedIf(StreamRounding()),
+                                          n_ * m_.model_dim));
   std::swap(dx_, dtmp_);
   return {};
 }
@@ -159,7 +163,7 @@ Status Gpt::SkipBackward(int64_t i, LayerActs& a) {
   MixGrads g{nullptr, Output::kAdd, dskip_[src], Output::kAdd, {}, {G(skip_) + i - half, 1.f}};
   return residual_mix_backward<float, float>(
       ctx_, g, dx_, a.x_prev, MixWeight::Constant(1.f), layers_[src].x_out,
-      MixWeight::Param(P(skip_) + i - half), n_ * m_.model_dim);
+      MixWeight::Param(P(skip_) + i - half).RoundedIf(StreamRounding()), n_ * m_.model_dim);
 }
 
 Status Gpt::EmbedBackward() {

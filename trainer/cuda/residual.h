@@ -13,12 +13,22 @@
 namespace ablate::cuda {
 
 using cpu::Output;
+using cpu::Rounding;
 
-// A mixing weight: offset + scale · *ptr, read on the device (ptr null: the constant offset).
+// A mixing weight: offset + scale · *ptr, read on the device (ptr null: the constant offset),
+// rounded to bf16 when `bf16` (a 0-dim fp32 tensor times a bf16 stream tensor; the backward uses
+// the same rounded value).
 struct MixWeight {
   const float* ptr = nullptr;
   float scale = 1.f;
   float offset = 0.f;
+  bool bf16 = false;
+
+  MixWeight RoundedIf(Rounding r) const {
+    MixWeight w = *this;
+    w.bf16 = r == Rounding::kBf16;
+    return w;
+  }
 
   static MixWeight Constant(float v) { return {nullptr, 0.f, v}; }
   static MixWeight Param(const float* p) { return {p, 1.f, 0.f}; }
@@ -41,11 +51,16 @@ struct MixGrads {
   GradTarget da, db;
 };
 
-// out (N) = a·x + b·y; y may be null (then out = a·x). out may alias x or y.
-// (TOut, TX, TY) in {(float, float, float), (bf16, bf16, bf16), (bf16, bf16, float)}.
+// out (N) = a·x + b·y; y may be null (then out = a·x). out may alias x or y. kBf16 (with
+// weights marked bf16 by the caller): out = bf16(bf16(a·x) + bf16(b·y)), held in TOut.
+// (TOut, TX, TY) in {(float, float, float), (float, float, bf16), (bf16, bf16, bf16),
+// (bf16, bf16, float)}.
 template <class TOut, class TX, class TY>
 Status residual_mix_forward(CudaContext& ctx, TOut* out, const TX* x, MixWeight a, const TY* y,
-                            MixWeight b, int64_t n);
+                            MixWeight b, int64_t n, Rounding rounding = Rounding::kNone);
+
+// x (N) = bf16(x) in place: an fp32 buffer holding a bf16 tensor's values.
+Status round_to_bf16(CudaContext& ctx, float* x, int64_t n);
 
 // The gradients of out = a·x + b·y given dout (N). The weight gradients are summed in a fixed
 // order (one partial per block of a fixed grid, then one block), using ctx.reduce_scratch().

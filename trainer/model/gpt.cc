@@ -149,6 +149,26 @@ void Gpt<T>::EmbedForward() {
   } else {
     x0_ = emb_;
   }
+  if (m_.Bf16Stream()) cpu::round_to_bf16(x0_.data(), n_ * c);
+}
+
+template <class T>
+cpu::Rounding Gpt<T>::StreamRounding() const {
+  return m_.Bf16Stream() ? cpu::Rounding::kBf16 : cpu::Rounding::kNone;
+}
+
+// out = x + branch, branch (BT, C) the output of `x_out` GEMMs: fp32 adds in place; a bf16
+// stream adds the bf16-rounded branch and rounds the sum (bf16 tensors added in PyTorch).
+template <class T>
+void Gpt<T>::AddBranch(T* out, const T* x, const T* act, const T* w, int64_t in) {
+  int64_t c = m_.model_dim;
+  if (!m_.Bf16Stream()) {
+    std::copy(x, x + n_ * c, out);
+    cpu::matmul_forward(out, act, w, n_, in, c, cpu::Output::kAdd);
+    return;
+  }
+  cpu::matmul_forward(dtmp_.data(), act, w, n_, in, c);  // dtmp_: backward scratch, free here
+  cpu::residual_mix_forward(out, x, T(1), dtmp_.data(), T(1), n_ * c, cpu::Rounding::kBf16);
 }
 
 template <class T>
@@ -158,13 +178,15 @@ const T* Gpt<T>::BlockForward(int64_t i, const T* x, int64_t window) {
   a.x_prev = x;
   if (m_.unet_skips && i >= half) {
     const T* skip = layers_[m_.n_layer - 1 - i].x_out.data();
-    cpu::residual_mix_forward(a.skip_sum.data(), x, T(1), skip, P(skip_)[i - half], n_ * c);
+    cpu::residual_mix_forward(a.skip_sum.data(), x, T(1), skip, P(skip_)[i - half], n_ * c,
+                              StreamRounding());
     x = a.skip_sum.data();
   }
   a.x_pre = x;
   if (m_.embed_shortcut) {
     const T* lam = P(blocks_[i].lambdas);
-    cpu::residual_mix_forward(a.mixed.data(), x, lam[0], x0_.data(), lam[1], n_ * c);
+    cpu::residual_mix_forward(a.mixed.data(), x, lam[0], x0_.data(), lam[1], n_ * c,
+                              StreamRounding());
     x = a.mixed.data();
   }
   a.x_in = x;
@@ -194,8 +216,7 @@ void Gpt<T>::AttentionForward(int64_t i, LayerActs<T>& a, int64_t window) {
   cpu::attention_key_start(a.lo.data(), tokens_.data(), t_ + 1, b_, t_, mask);
   cpu::attention_forward(a.att.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
                          a.lo.data(), b_, t_, nh, hd, T(m_.AttentionScale()));
-  std::copy(a.x_in, a.x_in + n_ * c, a.attn_out.begin());
-  cpu::matmul_forward(a.attn_out.data(), a.att.data(), P(o.proj), n_, c, c, cpu::Output::kAdd);
+  AddBranch(a.attn_out.data(), a.x_in, a.att.data(), P(o.proj), c);
   a.x_mid = a.attn_out.data();
 }
 
@@ -227,8 +248,7 @@ void Gpt<T>::MlpForward(int64_t i, LayerActs<T>& a) {
   cpu::rmsnorm_forward(a.ln2.data(), a.rstd2.data(), a.x_mid, n_, c);
   cpu::matmul_forward(a.fc.data(), a.ln2.data(), P(o.fc), n_, c, f);
   cpu::mlp_act_forward(a.act.data(), a.fc.data(), n_ * f, m_.mlp_act);
-  std::copy(a.x_mid, a.x_mid + n_ * c, a.x_out.begin());
-  cpu::matmul_forward(a.x_out.data(), a.act.data(), P(o.mlp_proj), n_, f, c, cpu::Output::kAdd);
+  AddBranch(a.x_out.data(), a.x_mid, a.act.data(), P(o.mlp_proj), f);
 }
 
 template <class T>
@@ -236,6 +256,7 @@ T Gpt<T>::HeadForward(const T* x) {
   int64_t c = m_.model_dim, v = m_.vocab_size;
   x_last_ = x;
   cpu::rmsnorm_forward(lf_.data(), lf_rstd_.data(), x, n_, c);
+  if (m_.Bf16Stream()) cpu::round_to_bf16(lf_.data(), n_ * c);
   cpu::lm_head_forward(logits_.data(), losses_.data(), lse_.data(), lf_.data(), P(head_),
                        targets_.data(), n_, c, v, m_.softcap);
   return T(cpu::mean_loss(losses_.data(), n_));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "trainer/cpu/residual.h"
 #include "trainer/cpu/rope.h"
 #include "trainer/model/model_config.h"
 #include "trainer/model/param_layout.h"
@@ -64,6 +65,8 @@ class Gpt {
   void ValueMixForward(int64_t i, LayerActs<T>& a);
   void MlpForward(int64_t i, LayerActs<T>& a);
   T HeadForward(const T* x);
+  cpu::Rounding StreamRounding() const;
+  void AddBranch(T* out, const T* x, const T* act, const T* w, int64_t in);
   void HeadBackward(T scale);
   void BlockBackward(int64_t i);
   void MlpBackward(int64_t i, LayerActs<T>& a);

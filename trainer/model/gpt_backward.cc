@@ -1,4 +1,6 @@
-// GPT backward pass: the exact reverse of gpt.cc, accumulating into grads().
+// GPT backward pass: the exact reverse of gpt.cc, accumulating into grads(). A bf16 stream's
+// roundings pass gradients straight through (fp32 gradients; MODEL.md "Activation dtype"); the
+// backward sees the rounded activations and the bf16-rounded mix weights the forward used.
 #include <algorithm>
 #include <cstring>
 
@@ -71,7 +73,8 @@ void Gpt<T>::BlockBackward(int64_t i) {
     // x_pre = x_prev + w·skip: dx passes through unchanged.
     const T* skip = layers_[m_.n_layer - 1 - i].x_out.data();
     cpu::MixGrads<T> g{nullptr, dskip_[m_.n_layer - 1 - i].data(), nullptr, G(skip_) + i - half};
-    cpu::residual_mix_backward(g, dx_.data(), a.x_prev, T(1), skip, P(skip_)[i - half], nc);
+    T w = cpu::mix_weight(P(skip_)[i - half], StreamRounding());
+    cpu::residual_mix_backward(g, dx_.data(), a.x_prev, T(1), skip, w, nc);
   }
 }
 
@@ -156,8 +159,9 @@ void Gpt<T>::ShortcutBackward(int64_t i, LayerActs<T>& a) {
   T* dlam = G(o.lambdas);
   Zero(dtmp_);
   cpu::MixGrads<T> g{dtmp_.data(), dx0_.data(), dlam, dlam + 1};
-  cpu::residual_mix_backward(g, dx_.data(), a.x_pre, lam[0], x0_.data(), lam[1],
-                             n_ * m_.model_dim);
+  cpu::Rounding r = StreamRounding();
+  cpu::residual_mix_backward(g, dx_.data(), a.x_pre, cpu::mix_weight(lam[0], r), x0_.data(),
+                             cpu::mix_weight(lam[1], r), n_ * m_.model_dim);
   std::swap(dx_, dtmp_);
 }
 

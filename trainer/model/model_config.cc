@@ -71,6 +71,9 @@ void ReadSwitches(const J& c, ModelConfig& m) {
   m.storage.embed_bf16 = c.at("param_dtype.embed").get<std::string>() == "bf16";
   m.storage.head_bf16 = c.at("param_dtype.head").get<std::string>() == "bf16";
   m.storage.scalar_bf16 = c.at("param_dtype.scalar").get<std::string>() == "bf16";
+  m.activation_dtype = c.at("activation_dtype").get<std::string>() == "bf16"
+                           ? ActivationDtype::kBf16
+                           : ActivationDtype::kFp32;
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ struct ParamStorage {
   bool embed_bf16 = false, head_bf16 = false, scalar_bf16 = false;
 };
 
+// `activation_dtype`: kBf16 rounds x0, the residual stream, the U-Net skips and the head input
+// to bf16 where the records' bf16 tensors are rounded (MODEL.md "Activation dtype").
+enum class ActivationDtype { kFp32, kBf16 };
+
 struct ModelConfig {
   int64_t n_layer = 0, model_dim = 0, n_head = 0, head_dim = 0;
   int64_t vocab_size = 0;
@@ -56,6 +60,7 @@ struct ModelConfig {
   bool doc_masking = false;
   std::vector<int64_t> skip_attn_layers;
   ParamStorage storage;
+  ActivationDtype activation_dtype = ActivationDtype::kFp32;
 
   static Result<ModelConfig> FromCanonical(const nlohmann::json& canonical);
 
@@ -64,6 +69,7 @@ struct ModelConfig {
   // Value-embedding table used by `layer`, or -1 (MODEL.md: first k and last k layers).
   int64_t ValueEmbedTable(int64_t layer) const;
   double AttentionScale() const;
+  bool Bf16Stream() const { return activation_dtype == ActivationDtype::kBf16; }
 };
 
 }  // namespace ablate
