@@ -73,6 +73,11 @@ cp "$ROOT"/examples/*.yaml "$B/share/ablate/examples/"
 mkdir -p "$B/share/ablate/docs"
 cp "$ROOT"/README.md "$B/share/ablate/"
 cp -r "$ROOT"/docs/. "$B/share/ablate/docs/"
+# For which processors the trainer's CPU kernels were compiled: a bundle for other machines must
+# not say "native" (scripts/gpu_session.sh prepare refuses to carry such a bundle to a GPU node).
+march=$(sed -n 's/^ABLATE_TRAINER_MARCH:STRING=//p' "$BUILD/CMakeCache.txt")
+grep -q '^ABLATE_TRAINER_NATIVE:BOOL=OFF' "$BUILD/CMakeCache.txt" && march=generic
+printf 'version: %s\ntrainer_march: %s\n' "$VERSION" "${march:-native}" > "$B/share/ablate/BUILD"
 glibc=$(dpkg-query -W -f='${Version}' libc6)
 cat > "$B/README" <<EOF
 ablate $VERSION for x86-64 Linux (glibc 2.17 or newer; it brings its own glibc $glibc).

@@ -18,7 +18,10 @@
 #                                      # without -march=native); then `check`
 #                                      # ABLATE_CARRY_BUILD=build: pack that build's binaries
 #                                      # instead of building the trainer alone (it must have been
-#                                      # configured with -DABLATE_TRAINER_NATIVE=OFF)
+#                                      # configured with -DABLATE_TRAINER_NATIVE=OFF or a
+#                                      # -DABLATE_TRAINER_MARCH other than native); and
+#                                      # bundle.tar.gz, the newest dist/ bundle (./dev.sh dist;
+#                                      # ABLATE_CARRY_BUNDLE=FILE), for the product phase
 #   scripts/gpu_session.sh check       # the packed binaries' needs against the device: each
 #                                      # NEEDED library carried or in the base system, no glibc or
 #                                      # libstdc++ symbol version newer than Ubuntu 24.04's
@@ -31,17 +34,21 @@
 #
 # THERE, with the device tool (`run`, carry [".gpu-deps"]):
 #
-#   bash scripts/gpu_session.sh all        # the first call (timeout_s 570): test, torch (ablate's
-#                                          # step with tiled, then mma attention, then PyTorch's),
-#                                          # e2e, ops, in that order, each under its cap (`caps`);
-#                                          # $OUT: env.txt, test.log, torch.log, e2e.log,
-#                                          # ops.log, summary.txt (+ build.log if it built)
+#   bash scripts/gpu_session.sh all        # the first call (timeout_s 570): test, product (the
+#                                          # bundle's `ablate up` on the GPU: worker --check, a
+#                                          # built-in CUDA sweep and a torchrun script sweep),
+#                                          # torch (ablate's step with tiled, then mma attention,
+#                                          # then PyTorch's), e2e, ops, in that order, each under
+#                                          # its cap (`caps`); $OUT: env.txt, test.log,
+#                                          # product.log, torch.log, e2e.log, ops.log,
+#                                          # summary.txt (+ build.log if it built)
 #   bash scripts/gpu_session.sh sanitize   # a second call, only if time is left: memcheck and
 #                                          # racecheck, small shapes
 #   ABLATE_FORCE_BUILD=1 bash scripts/gpu_session.sh test   # a rebuild from source there, then
 #                                          # the gpu tests (second call, only if time is left)
-#   One phase alone (a re-run): test (ABLATE_FILTER=<gtest filter>: only those tests), torch,
-#   e2e, ops, bench (the r20 step with the per-op table, then r9), multi (2+ GPUs only).
+#   One phase alone (a re-run): test (ABLATE_FILTER=<gtest filter>: only those tests), product
+#   (ABLATE_BUNDLE=<bundle .tar.gz> to use another; the ctest gpu_session_product runs it here
+#   on the CPU), torch, e2e, ops, bench (the r20 step with the per-op table, then r9), multi (2+ GPUs only).
 #
 # Each call first finds binaries: the carried ones when they start on that machine (no build:
 # the time goes to the GPU), else a build from source into build-gpu with -DABLATE_WERROR=OFF
@@ -58,6 +65,7 @@ OUT=${OUT:-$ROOT/gpu-logs}
 CARRY=$ROOT/.gpu-deps
 DEPS_TGZ=$CARRY/deps.tar.gz
 BIN_TGZ=$CARRY/bin.tar.gz
+BUNDLE_TGZ=$CARRY/bundle.tar.gz  # the product phase's: scripts/dist.sh's bundle
 DEPS=${ABLATE_GPU_DEPS:-/tmp/ablate-gpu-deps}
 BUILD=${ABLATE_GPU_BUILD:-$ROOT/build-gpu}  # override only to test the script elsewhere
 JOBS=$(nproc 2>/dev/null || echo 8)
@@ -78,24 +86,29 @@ MMA_FILTER='*mma*:*Mma*'  # every test of the mma attention kernels (names say s
 # prints them and checks the sums; gpu_session_rehearse.sh runs it.
 BUDGET=${ABLATE_ALL_BUDGET:-540}
 CAP_SETUP=20                 # unpack, env.txt, do the carried binaries start (the rest of setup)
-CAP_TEST=140                 # (1) the gpu label: op tests, then model and training tests
+CAP_TEST=120                 # (1) the gpu label: op tests, then model and training tests
 CAP_TEST_HOST=5              #     trainer_cuda_host_test
-CAP_TEST_OPS=40              #     CudaOps, attention masks and choice, optimizer, dist. Muon
-CAP_TEST_MODEL=50            #     24 knob cases, trajectory against the CPU, resume
-CAP_TEST_REST=10             #     whatever a later test adds (no filter above matches it)
-CAP_TEST_NCCL=10             #     trainer_multi_gpu_test at world size 1
-CAP_TEST_MMA=20              #     the mma attention kernels' tests, last and on their own
-CAP_TORCH=250                # (2) r20 full step: ablate's (tiled, then mma attention), then
+CAP_TEST_OPS=35              #     CudaOps, attention masks and choice, optimizer, dist. Muon
+CAP_TEST_MODEL=42            #     the knob cases, trajectory against the CPU, resume
+CAP_TEST_REST=8              #     whatever a later test adds (no filter above matches it)
+CAP_TEST_NCCL=8              #     trainer_multi_gpu_test at world size 1
+CAP_TEST_MMA=17              #     the mma attention kernels' tests, last and on their own
+CAP_PRODUCT=100              # (2) the bundle's ablate up on the GPU: check, two sweeps, compare
+CAP_PRODUCT_CHECK=10         #     ablate-worker --check; ablate-data encode (each)
+CAP_PRODUCT_BUILTIN=30       #     r20 tiny on CUDA, 2 variants x 2 seeds, 150 steps
+CAP_PRODUCT_SCRIPT=45        #     train_cuda.py under torchrun, 2 x 2 (torch's start each run)
+CAP_TORCH=215                # (3) r20 full step: ablate's (tiled, then mma attention), then
                              #     PyTorch's (torch.compile)
-CAP_TORCH_TILED=45           #     trainer_gpu_bench --skip-ops --attention tiled: 2 warm-up +
+CAP_TORCH_TILED=40           #     trainer_gpu_bench --skip-ops --attention tiled: 2 warm-up +
                              #     2 x 4 steps (2026-11-27: ~2.2 s a step)
-CAP_TORCH_MMA=50             #     the same, --attention mma (never timed before: a little more)
-CAP_TORCH_PYTORCH=150        #     torch_step_bench.py: compile (1-2 min) + 1 warm-up + 4 steps
-CAP_E2E=70                   # (3) ablate-train r20 tiny, 150 steps
-CAP_E2E_CUDA=25              #     --backend cuda (2026-11-27: 0.44 s of training)
-CAP_E2E_CPU=40               #     --backend cpu (16 cores there)
-CAP_OPS=60                   # (4) the per-op table at r20 full (no step)
-CAP_OPS_RUN=55
+CAP_TORCH_MMA=45             #     the same, --attention mma (never timed before: a little more)
+CAP_TORCH_PYTORCH=125        #     torch_step_bench.py: compile (101.5 s on 2026-11-27) + 1
+                             #     warm-up + 4 steps
+CAP_E2E=35                   # (4) ablate-train r20 tiny, 150 steps
+CAP_E2E_CUDA=10              #     --backend cuda (2026-11-27: 0.44 s of training)
+CAP_E2E_CPU=20               #     --backend cpu (16 cores there)
+CAP_OPS=50                   # (5) the per-op table at r20 full (no step)
+CAP_OPS_RUN=45
 # Outside `all` (second call or by hand): each run's cap.
 CAP_SANITIZE_RUN=${ABLATE_SANITIZE_CAP:-150}
 CAP_BUILD=${ABLATE_BUILD_CAP:-420}
@@ -152,7 +165,9 @@ pack_binaries() {
   if [ -n "${ABLATE_CARRY_BUILD:-}" ]; then
     build=$(cd "$ABLATE_CARRY_BUILD" && pwd) || die "prepare: no build folder $ABLATE_CARRY_BUILD"
     grep -q '^ABLATE_TRAINER_NATIVE:BOOL=OFF' "$build/CMakeCache.txt" ||
-      die "prepare: $build was not configured with -DABLATE_TRAINER_NATIVE=OFF"
+      ! grep -q '^ABLATE_TRAINER_MARCH:STRING=native' "$build/CMakeCache.txt" ||
+      die "prepare: $build compiles for -march=native (configure it with -DABLATE_TRAINER_NATIVE=OFF \
+or -DABLATE_TRAINER_MARCH=x86-64-v3, as ./dev.sh dist does)"
     local stage=$CARRY/bin-stage b found
     rm -rf "$stage" && mkdir -p "$stage/tests"
     for b in "${BINARIES[@]}"; do
@@ -170,10 +185,26 @@ pack_binaries() {
   tar czf "$BIN_TGZ" -C "$build" "${BINARIES[@]}" || die "prepare: cannot pack the binaries"
 }
 
+# The product phase's bundle: ABLATE_CARRY_BUNDLE, else the newest of dist/ (./dev.sh dist). Its
+# trainer must not be compiled for this machine's processor alone.
+pack_bundle() {
+  local tgz=${ABLATE_CARRY_BUNDLE:-} march
+  [ -n "$tgz" ] || tgz=$(ls -t "$ROOT"/dist/ablate-*-linux-x86_64.tar.gz 2>/dev/null | head -1)
+  [ -f "$tgz" ] || die "prepare: no bundle in dist/ (run ./dev.sh dist, or set ABLATE_CARRY_BUNDLE)"
+  march=$(tar xzf "$tgz" --wildcards --to-stdout '*/share/ablate/BUILD' 2>/dev/null |
+          sed -n 's/^trainer_march: //p')
+  [ -n "$march" ] || die "prepare: $tgz says nothing of its trainer's -march (made by an older dist.sh?)"
+  [ "$march" != native ] || [ -n "${ABLATE_CARRY_NATIVE_BUNDLE:-}" ] ||
+    die "prepare: $tgz has a trainer for -march=native; ./dev.sh dist makes one for x86-64-v3"
+  cp "$tgz" "$BUNDLE_TGZ"
+  echo "gpu_session: bundle $(basename "$tgz") (trainer -march=$march)"
+}
+
 prepare() {
   mkdir -p "$CARRY"
   pack_deps
   pack_binaries
+  pack_bundle
   # The device gets a copy of the working tree without .git: say here what it is.
   { git -C "$ROOT" log -1 --format='%h %cd %s' --date=iso
     git -C "$ROOT" status --short -- trainer tests/trainer bench/trainer_gpu scripts; } \
@@ -252,10 +283,12 @@ caps() {
   printf '  %-7s cap %4d s\n' setup "$CAP_SETUP"
   check_sum test "$CAP_TEST" "$CAP_TEST_HOST" "$CAP_TEST_OPS" "$CAP_TEST_MODEL" "$CAP_TEST_REST" \
     "$CAP_TEST_NCCL" "$CAP_TEST_MMA"
+  check_sum product "$CAP_PRODUCT" "$CAP_PRODUCT_CHECK" "$CAP_PRODUCT_CHECK" "$CAP_PRODUCT_BUILTIN" \
+    "$CAP_PRODUCT_SCRIPT"
   check_sum torch "$CAP_TORCH" "$CAP_TORCH_TILED" "$CAP_TORCH_MMA" "$CAP_TORCH_PYTORCH"
   check_sum e2e "$CAP_E2E" "$CAP_E2E_CUDA" "$CAP_E2E_CPU"
   check_sum ops "$CAP_OPS" "$CAP_OPS_RUN"
-  local total=$((CAP_SETUP + CAP_TEST + CAP_TORCH + CAP_E2E + CAP_OPS))
+  local total=$((CAP_SETUP + CAP_TEST + CAP_PRODUCT + CAP_TORCH + CAP_E2E + CAP_OPS))
   echo "  total   $total s of the budget's $BUDGET s (the call: timeout_s $((BUDGET + 30)))"
   [ "$total" -le "$BUDGET" ] || { echo "  the phases' caps exceed the budget"; bad=1; }
   [ "$BUDGET" -le 540 ] || { echo "  the budget is over 9 minutes"; bad=1; }
@@ -293,6 +326,7 @@ all_phases() {
   printf '%-6s %3d s (cap %d s): binaries in %s\n' setup $((SECONDS - t0)) "$CAP_SETUP" "$BIN" \
     >> "$OUT/summary.txt"
   all_run test "$CAP_TEST"
+  all_run product "$CAP_PRODUCT"
   all_run torch "$CAP_TORCH"
   all_run e2e "$CAP_E2E"
   all_run ops "$CAP_OPS"
@@ -300,6 +334,8 @@ all_phases() {
     echo "---- in $((SECONDS - t0)) s of the budget's $BUDGET s; the figures:"
     grep -hE '^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]|^== .*exit|drift|gpu/envelope' \
       "$OUT/test.log" 2>/dev/null
+    grep -hE '^== (mode|sweep|product)|^ok:|FAIL|hardware of|^(check|watch|compare) exit' \
+      "$OUT/product.log" 2>/dev/null | cut -c1-200
     grep -hE ' micro-steps, attention |ms/step|tok/s|MFU|^torch|^exit' "$OUT/torch.log" 2>/dev/null |
       cut -c1-160
     grep -hE '^== |exit|"event":"end"' "$OUT/e2e.log" 2>/dev/null | cut -c1-200
@@ -346,19 +382,24 @@ Debian machine first and carry .gpu-deps"
   if [ ! -f "$DEPS/include/cblas.h" ]; then
     mkdir -p "$DEPS" && tar xzf "$DEPS_TGZ" -C "$DEPS" || die "cannot unpack $DEPS_TGZ"
   fi
-  LIBS=$DEPS/lib
-  local d site
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-    [ -d "$d" ] && LIBS=$LIBS:$d
-  done
-  # PyTorch's CUDA wheels: CUDA 13 ones put every library in nvidia/cu13/lib, older ones one
-  # folder per library.
-  site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
-  for d in "$site"/nvidia/cu13/lib "$site"/nvidia/cublas/lib "$site"/nvidia/nccl/lib; do
-    [ -d "$d" ] && LIBS=$LIBS:$d
-  done
+  LIBS=$DEPS/lib:$(cuda_lib_path)
+  LIBS=${LIBS%:}
   [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin  # nvcc, compute-sanitizer
   mkdir -p "$OUT"
+}
+
+# The folders that hold cuBLASLt and NCCL, ':'-separated: the toolkit's, then PyTorch's CUDA
+# wheels (CUDA 13 ones put every library in nvidia/cu13/lib, older ones one folder per library).
+cuda_lib_path() {
+  local d site path=""
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && path=$path:$d
+  done
+  site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
+  for d in "$site"/nvidia/cu13/lib "$site"/nvidia/cublas/lib "$site"/nvidia/nccl/lib; do
+    [ -d "$d" ] && path=$path:$d
+  done
+  echo "${path#:}"
 }
 
 # Runs one of ablate's binaries with the carried and found libraries.
@@ -543,6 +584,189 @@ PY
   grep -E "exit|val_loss|error" "$OUT/e2e.log" | cut -c1-200
 }
 
+# The whole product on the device, as a researcher's GPU node runs it: the bundle (carried as
+# .gpu-deps/bundle.tar.gz; prepare takes it from `./dev.sh dist`), `ablate-worker --check`
+# against the real driver, `ablate up` with its local worker and the GPUs it finds, then two
+# sweeps through the coordinator: the built-in trainer on CUDA (r20 tiny: a baseline and one
+# ablation x 2 seeds) and a script sweep (scripts/gpu_product/train_cuda.py under torchrun on the
+# GPU with the machine's own PyTorch: 2 variants x 2 seeds). Each sweep must end with every run
+# succeeded and every point stored (the export's train points are steps 1..N, at least one val
+# point, one succeeded attempt), the runs on a GPU in GPU mode, and `ablate compare` must print.
+# Without a GPU (the rehearsal) the same sweeps run on the CPU at fewer steps, and the script
+# sweep runs where python3 has torch. Exit 1 when any check fails.
+product_phase() {
+  local tgz=${ABLATE_BUNDLE:-$BUNDLE_TGZ} dir=$DEPS/product
+  rm -rf "$dir" && mkdir -p "$dir/bundle"
+  if [ ! -f "$tgz" ]; then
+    echo "FAIL: no $tgz (prepare packs dist/'s bundle: run ./dev.sh dist first)" | tee "$OUT/product.log"
+    return 1
+  fi
+  tar xzf "$tgz" -C "$dir/bundle" ||
+    { echo "FAIL: cannot unpack $tgz" | tee "$OUT/product.log"; return 1; }
+  PRODUCT_DIR=$dir PRODUCT_BIN=$(echo "$dir"/bundle/ablate-*/bin) product_run > "$OUT/product.log" 2>&1
+  local rc=$?
+  grep -E '^== |^ok|FAIL|exit [0-9]' "$OUT/product.log" | cut -c1-200
+  return $rc
+}
+
+product_run() {
+  local dir=$PRODUCT_DIR b=$PRODUCT_BIN gpus steps pysteps device rc=0 i
+  local py=${ABLATE_TORCH_PYTHON:-python3}  # the scripts' interpreter: the machine's, with torch
+  UP_PID=""
+  if nvidia-smi -L 2>/dev/null | grep -q '^GPU 0'; then
+    gpus=1 steps=150 pysteps=60 device=cuda
+    echo "== mode: GPU ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)); $b"
+  else
+    gpus=0 steps=30 pysteps=20 device=cpu
+    echo "== mode: no GPU, the sweeps run on the CPU (the rehearsal); $b"
+  fi
+  # ablate's programs find cuBLASLt and NCCL in the toolkit or PyTorch's wheels; the carried lib/
+  # stays out (the bundle brings its own libraries, and the worker's torchrun must load torch's).
+  export LD_LIBRARY_PATH
+  LD_LIBRARY_PATH=$(cuda_lib_path)
+  stop_up() {  # ablate up stops its worker (and the worker its runs), then the coordinator
+    [ -n "${UP_PID:-}" ] || return 0
+    kill -INT "$UP_PID" 2>/dev/null
+    local j; for j in $(seq 1 40); do kill -0 "$UP_PID" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL "$UP_PID" 2>/dev/null
+    wait "$UP_PID" 2>/dev/null
+    UP_PID=""
+  }
+  trap 'stop_up' EXIT
+  trap 'stop_up; exit 143' TERM INT
+
+  echo "== ablate-worker --check (cap $CAP_PRODUCT_CHECK s)"
+  timeout -k 3 "$(clip "$CAP_PRODUCT_CHECK")" "$b/ablate-worker" --check --work-dir "$dir/check" \
+    --data-dir "$dir/datasets" --allow-scripts --python "$py"
+  echo "check exit $?"
+
+  # The dataset: this repository's text, byte-level, as `ablate-data encode` writes it.
+  echo "== ablate-data encode: this repository's text -> datasets/repo-text"
+  local files=()
+  mapfile -t files < <(cd "$ROOT" && find . -type f \( -name '*.md' -o -name '*.cc' -o -name '*.h' \
+    -o -name '*.py' \) -not -path './build*' -not -path './.git/*' -not -path '*/node_modules/*' | sort)
+  (cd "$ROOT" && timeout -k 3 "$(clip "$CAP_PRODUCT_CHECK")" "$b/ablate-data" encode "${files[@]}" \
+     --out "$dir/datasets/repo-text" --val-fraction 0.1) 2>&1 | tail -2
+  [ -f "$dir/datasets/repo-text/manifest.json" ] || { echo "FAIL: the dataset was not written"; return 1; }
+
+  echo "== ablate up --data-dir $dir --listen 127.0.0.1:0 --http 127.0.0.1:0"
+  "$b/ablate" up --data-dir "$dir" --listen 127.0.0.1:0 --http 127.0.0.1:0 --python "$py" \
+    > "$dir/up.log" 2>&1 &
+  UP_PID=$!
+  for i in $(seq 1 80); do [ -s "$dir/server" ] && break; sleep 0.25; done
+  cat "$dir/up.log"
+  [ -s "$dir/server" ] || { echo "FAIL: ablate up did not start"; return 1; }
+  export ABLATE_SERVER
+  ABLATE_SERVER=$(cat "$dir/server")
+  for i in $(seq 1 80); do
+    "$b/ablate" --json workers 2>/dev/null | grep -q '"repo-text"' && break
+    sleep 0.25
+  done
+  "$b/ablate" workers
+
+  cat > "$dir/builtin.yaml" <<EOF
+name: gpu-product-builtin
+description: "the built-in trainer through the whole product (scripts/gpu_session.sh product)"
+baseline:
+  preset: r20-sub3min
+  scale: tiny
+  set: {num_iterations: $steps, muon.momentum_warmup_steps: 16}
+ablations:
+  - {name: no-unet, set: {unet_skips: false}}
+seeds: 2
+gpus_per_run: $gpus
+dataset: repo-text
+target_val_loss: 3.0
+max_attempts: 1
+EOF
+  product_sweep builtin "$dir/builtin.yaml" "$CAP_PRODUCT_BUILTIN" "$steps" || rc=1
+
+  if "$py" -c "import torch, sys; sys.exit(0 if '$device' == 'cpu' or torch.cuda.is_available() else 1)" \
+       2>/dev/null; then
+    mkdir -p "$dir/script"
+    cp "$ROOT/scripts/gpu_product/train_cuda.py" "$dir/script/"
+    cat > "$dir/script/script.yaml" <<EOF
+name: gpu-product-script
+description: "a PyTorch script under torchrun through the whole product (scripts/gpu_session.sh product)"
+baseline:
+  script: train_cuda.py
+  launch: torchrun
+  args: ["--device", "$device", "--steps", "$pysteps"]
+ablations:
+  - {name: higher-lr, args: ["--device", "$device", "--steps", "$pysteps", "--lr", "6e-3"], same_work: true}
+seeds: 2
+gpus_per_run: $gpus
+target_val_loss: 3.5
+max_attempts: 1
+EOF
+    "$py" -c 'import torch; print("== '"$py"': torch", torch.__version__, "cuda", torch.version.cuda)'
+    product_sweep script "$dir/script/script.yaml" "$CAP_PRODUCT_SCRIPT" "$pysteps" || rc=1
+  else
+    echo "== sweep script: skipped: $py has no torch$([ $device = cuda ] && echo " that sees CUDA")"
+    [ $device = cuda ] && { echo "FAIL: the GPU mode needs the script sweep"; rc=1; }
+  fi
+  stop_up
+  echo "== product exit $rc"
+  return $rc
+}
+
+# One sweep of the product phase: submit, watch under its cap, then the checks and compare.
+product_sweep() {
+  local name=$1 spec=$2 cap=$3 steps=$4 id first
+  cap=$(clip "$cap")
+  echo "== sweep $name (cap $cap s)"
+  id=$("$b/ablate" --json submit "$spec" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sweep"]["id"])')
+  [ -n "$id" ] || { echo "FAIL: $name: submit gave no sweep id"; "$b/ablate" submit "$spec"; return 1; }
+  timeout -k 3 "$cap" "$b/ablate" watch "$id" | tail -3
+  echo "watch exit ${PIPESTATUS[0]}"
+  "$b/ablate" runs --sweep "$id"
+  "$b/ablate" export "$id" --format jsonl > "$dir/export-$id.jsonl"
+  python3 - "$dir/export-$id.jsonl" "$steps" "$gpus" <<'PY' || return 1
+import json, sys
+path, steps, gpus = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+runs = [json.loads(line) for line in open(path)]
+bad = [] if len(runs) == 4 else ["%d runs, not 4" % len(runs)]
+for r in runs:
+    pts = r["points"]
+    train = sorted(p["step"] for p in pts if p["train_loss"] is not None)
+    val = [p for p in pts if p["val_loss"] is not None]
+    done = [a for a in r["attempts"] if a["state"] == "succeeded"]
+    print("  run %s %-10s seed %s: %s, %d train points, %d val, final val %s, attempts %s" % (
+        r["run_id"], r["variant"], r["seed"], r["state"], len(train), len(val),
+        r["summary"]["final_val_loss"], [a["worker_id"] + " " + a["state"] for a in r["attempts"]]))
+    why = []
+    if r["state"] != "succeeded":
+        why.append("state %s: %s" % (r["state"], r["error"][:300]))
+    if train != list(range(1, steps + 1)):
+        why.append("train points %d, not steps 1..%d" % (len(train), steps))
+    if not val:
+        why.append("no val point")
+    if len(done) != 1:
+        why.append("%d succeeded attempts" % len(done))
+    if why:
+        bad.append("run %s: %s" % (r["run_id"], "; ".join(why)))
+for b in bad:
+    print("FAIL:", b)
+if not bad:
+    print("ok: %d runs, every run succeeded with every point stored" % len(runs))
+sys.exit(1 if bad else 0)
+PY
+  # Where the runs ran (compare's places of the runs): in GPU mode each on "1x <GPU model>".
+  "$b/ablate" --json compare "$id" | python3 -c '
+import json, sys
+gpus = int(sys.argv[1])
+places = [p for v in json.load(sys.stdin)["variants"] for p in v["runs"]]
+kinds = sorted(set(p["hardware"] for p in places))
+print("hardware of the runs:", kinds)
+if gpus and any(not h.startswith("1x ") for h in kinds):
+    print("FAIL: GPU mode, but runs ran on", kinds)
+    sys.exit(1)' "$gpus" || return 1
+  "$b/ablate" compare "$id" > "$dir/compare-$id.txt" 2>&1
+  echo "compare exit $?"
+  cut -c1-180 "$dir/compare-$id.txt" | head -8
+  grep -q '^baseline ' "$dir/compare-$id.txt" || { echo "FAIL: $name: compare printed no baseline row"; return 1; }
+}
+
 # The same r20 step, ablate then PyTorch, on the same GPU in the same call: ms/step, tokens/s,
 # MFU side by side (bench/trainer_gpu/NOTES.md, "Against PyTorch"). ablate's step runs twice,
 # with the tiled attention kernels and then the mma ones, each under its own cap; either
@@ -598,7 +822,7 @@ bench_phase() {
 }
 
 usage="usage: scripts/gpu_session.sh prepare | check | caps | rehearse | build | all |
-  {test|torch|e2e|ops|bench|sanitize|multi}"
+  {test|product|torch|e2e|ops|bench|sanitize|multi}"
 [ $# -eq 1 ] || die "$usage (one phase per call)"
 case $1 in
   prepare) prepare ;;
@@ -608,10 +832,13 @@ case $1 in
   build) environment && record_env >/dev/null && ABLATE_FORCE_BUILD=1 binaries ;;
   all) caps > /dev/null || die "the caps do not fit the budget: scripts/gpu_session.sh caps"
        all_phases ;;
-  _test|_torch|_e2e|_ops)  # a phase of `all`: set up by all_phases, binaries in ABLATE_BIN
+  _test|_product|_torch|_e2e|_ops)  # a phase of `all`: set up by all_phases, binaries in ABLATE_BIN
     environment
     BIN=${ABLATE_BIN:?}
     "${1#_}_phase" ;;
+  product)  # needs only the bundle (ABLATE_BUNDLE, else the carried one), not the binaries
+    mkdir -p "$OUT"
+    product_phase ;;
   test|torch|bench|sanitize|e2e|ops|multi)
     environment
     record_env

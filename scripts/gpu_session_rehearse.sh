@@ -12,7 +12,8 @@
 #   4. `all` itself in the root file system (chroot in a private mount namespace, empty
 #      environment): the carried binaries start there with only the carried lib/, every phase's
 #      command line runs (the GPU parts end "no CUDA device", PyTorch's half says it has no
-#      PyTorch), each phase leaves its log, the whole run stays inside the budget, and what $OUT
+#      PyTorch; the product phase runs the bundle's `ablate up` and its built-in sweep on the
+#      CPU, and skips the script sweep for want of torch), each phase leaves its log, the whole run stays inside the budget, and what $OUT
 #      holds would come back (at most 8 files, 16 MiB each, plain names).
 # The device's Ubuntu is newer than this Debian, so step 1, not step 4, is the glibc check.
 #
@@ -88,13 +89,15 @@ budget=$(bash scripts/gpu_session.sh caps | sed -n 's/.*budget \([0-9]*\) s).*/\
 echo "  'all' exit $rc in $wall s (budget $budget s)"
 [ "$rc" = 0 ] || bad=1
 [ "$wall" -le "$budget" ] || { echo "  over the budget"; bad=1; }
-for log in env.txt summary.txt test.log torch.log e2e.log ops.log; do
+for log in env.txt summary.txt test.log product.log torch.log e2e.log ops.log; do
   [ -s "$OUT/$log" ] || { echo "  $log is missing or empty"; bad=1; }
 done
 grep -q 'binaries in /tmp/ablate-gpu-deps/bin' "$OUT/summary.txt" ||
   { echo "  the carried binaries did not start (see summary.txt, build.log)"; bad=1; }
 grep -q '"event":"end"' "$OUT/e2e.log" ||
   { echo "  the CPU half of e2e did not end (cut at its cap? see e2e.log)"; bad=1; }
+grep -q '^ok: 4 runs, every run succeeded' "$OUT/product.log" ||
+  { echo "  the product phase's built-in sweep did not pass (see product.log)"; bad=1; }
 files=$(find "$OUT" -type f | wc -l)
 echo "  \$OUT holds $files files"
 [ "$files" -le 8 ] || { echo "  more than the 8 files the tool returns"; bad=1; }

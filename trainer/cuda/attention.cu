@@ -573,15 +573,20 @@ __global__ void __launch_bounds__(kThreads)
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Which kernels run: kAuto becomes kTiled for head_dim 64 or 128 with 16-byte aligned tensors
-// and kWarp otherwise; kTiled or kMma on another shape is an Error saying why.
+// kAuto's kernels where the shape allows: the verified WMMA ones until a GPU has passed the mma
+// kernels' tests (bench/trainer_gpu/NOTES.md); then this one line becomes AttentionImpl::kMma
+// (and CudaAttentionChoice's expectation with it).
+constexpr AttentionImpl kAutoWhereTiled = AttentionImpl::kTiled;
+
+// Which kernels run: kAuto becomes kAutoWhereTiled for head_dim 64 or 128 with 16-byte aligned
+// tensors and kWarp otherwise; kTiled or kMma on another shape is an Error saying why.
 Result<AttentionImpl> Choose(AttentionImpl impl, int64_t hd,
                              std::initializer_list<const void*> ptrs) {
   if (impl == AttentionImpl::kWarp) return AttentionImpl::kWarp;
   bool shape = hd == 64 || hd == 128;
   bool aligned = true;
   for (const void* p : ptrs) aligned = aligned && Aligned16(p);
-  if (shape && aligned) return impl == AttentionImpl::kAuto ? AttentionImpl::kTiled : impl;
+  if (shape && aligned) return impl == AttentionImpl::kAuto ? kAutoWhereTiled : impl;
   if (impl == AttentionImpl::kAuto) return AttentionImpl::kWarp;
   return Error{std::string("attention: the ") + AttentionImplName(impl) +
                    " kernels need head_dim 64 or 128 and 16-byte aligned tensors (head_dim " +
