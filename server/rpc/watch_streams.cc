@@ -117,11 +117,16 @@ class SweepWatch final : public WatchStream<v1::SweepUpdate> {
     if (absl::Status s = AddEvents(now, update); !s.ok()) return s;
     const bool counts_changed =
         update->sweep().counts().SerializeAsString() != last_counts_.SerializeAsString();
-    const bool send =
-        first_ || counts_changed || update->runs_size() > 0 || update->events_size() > 0;
+    // The sweep's own state is news too: the poll that sees it finish may see nothing else move
+    // (the last run's count can be read a poll before the state its finish implies), and a
+    // watcher that never hears "succeeded" takes the sweep for failed (`ablate watch` exits 1).
+    const bool state_changed = update->sweep().state() != last_state_;
+    const bool send = first_ || counts_changed || state_changed || update->runs_size() > 0 ||
+                      update->events_size() > 0;
     if (send) {
       first_ = false;
       last_counts_ = update->sweep().counts();
+      last_state_ = update->sweep().state();
     }
     done_ = SweepFinished(FromProto(update->sweep().state()).value_or(SweepState::kQueued));
     return send;
@@ -155,6 +160,7 @@ class SweepWatch final : public WatchStream<v1::SweepUpdate> {
   int64_t last_event_ = 0;
   bool first_ = true;
   v1::RunCounts last_counts_;
+  v1::SweepState last_state_ = v1::SWEEP_STATE_UNSPECIFIED;
 };
 
 class RunWatch final : public WatchStream<v1::RunUpdate> {
