@@ -115,19 +115,7 @@ class SweepWatch final : public WatchStream<v1::SweepUpdate> {
       }
     }
     if (absl::Status s = AddEvents(now, update); !s.ok()) return s;
-    const bool counts_changed =
-        update->sweep().counts().SerializeAsString() != last_counts_.SerializeAsString();
-    // The sweep's own state is news too: the poll that sees it finish may see nothing else move
-    // (the last run's count can be read a poll before the state its finish implies), and a
-    // watcher that never hears "succeeded" takes the sweep for failed (`ablate watch` exits 1).
-    const bool state_changed = update->sweep().state() != last_state_;
-    const bool send = first_ || counts_changed || state_changed || update->runs_size() > 0 ||
-                      update->events_size() > 0;
-    if (send) {
-      first_ = false;
-      last_counts_ = update->sweep().counts();
-      last_state_ = update->sweep().state();
-    }
+    const bool send = news_.Take(*update);
     done_ = SweepFinished(FromProto(update->sweep().state()).value_or(SweepState::kQueued));
     return send;
   }
@@ -158,9 +146,7 @@ class SweepWatch final : public WatchStream<v1::SweepUpdate> {
   const std::shared_ptr<SweepWatchCache::Entry> shared_;
   std::map<int64_t, RunFingerprint> told_;
   int64_t last_event_ = 0;
-  bool first_ = true;
-  v1::RunCounts last_counts_;
-  v1::SweepState last_state_ = v1::SWEEP_STATE_UNSPECIFIED;
+  SweepNews news_;
 };
 
 class RunWatch final : public WatchStream<v1::RunUpdate> {
@@ -194,6 +180,19 @@ class RunWatch final : public WatchStream<v1::RunUpdate> {
 };
 
 }  // namespace
+
+bool SweepNews::Take(const v1::SweepUpdate& update) {
+  const bool news = first_ ||
+                    update.sweep().counts().SerializeAsString() != counts_.SerializeAsString() ||
+                    update.sweep().state() != state_ || update.runs_size() > 0 ||
+                    update.events_size() > 0;
+  if (news) {
+    first_ = false;
+    counts_ = update.sweep().counts();
+    state_ = update.sweep().state();
+  }
+  return news;
+}
 
 grpc::ServerWriteReactor<v1::SweepUpdate>* NewSweepWatch(const WatchDeps& deps,
                                                          grpc::CallbackServerContext* ctx,

@@ -35,6 +35,21 @@ struct WatchDeps {
   std::chrono::milliseconds min_interval{250};
 };
 
+// What a WatchSweep stream has told its client of the sweep itself, and whether a poll's update
+// is news: the first always is, then any move of the counts or of the sweep's state, or any run
+// or event in it. The state alone is news because a poll can read the last run's count before
+// the finished state it implies; without it the stream would end unheard (`ablate watch` exit 1).
+class SweepNews {
+ public:
+  // True when `update` is to be sent; then it is what the client was told.
+  bool Take(const v1::SweepUpdate& update);
+
+ private:
+  bool first_ = true;
+  v1::RunCounts counts_;
+  v1::SweepState state_ = v1::SWEEP_STATE_UNSPECIFIED;
+};
+
 // The reactors for one call each; they delete themselves when gRPC is done with the call.
 grpc::ServerWriteReactor<v1::SweepUpdate>* NewSweepWatch(const WatchDeps& deps,
                                                          grpc::CallbackServerContext* ctx,
