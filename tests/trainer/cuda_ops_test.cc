@@ -296,6 +296,13 @@ TEST_F(CudaOps, MatmulForwardMatchesCpu) {
   EXPECT_LT(RelError(d_out.Get(), want), 1e-5);
   EXPECT_LT(RelError(d_out_b.Get(), want), 1e-2);
   EXPECT_LT(RelError(d_acc.Get(), want_acc), 1e-5);
+  // base + x·wᵀ into another buffer (C ≠ D): base untouched, out as the in-place add.
+  DeviceTensor<float> d_base(ctx(), base), d_sum(ctx(), n * oc);
+  d_sum.Poison();
+  ABLATE_EXPECT_OP(ctx(), cuda::matmul_forward_add(ctx(), d_sum.get(), d_base.get(), d_x.get(),
+                                                   d_w.get(), n, c, oc));
+  EXPECT_LT(RelError(d_sum.Get(), want_acc), 1e-5);
+  EXPECT_EQ(d_base.Get(), base);
 }
 
 TEST_F(CudaOps, MatmulBackwardMatchesCpu) {

@@ -214,12 +214,6 @@ Status Gpt::ZeroGrads() {
 
 Status Gpt::RefreshWeights() { return to_bf16(ctx_, weights_, params_, dev_.total()); }
 
-Status Gpt::CopyDevice(float* dst, const float* src, int64_t n) {
-  ABLATE_CUDA_CHECK(
-      cudaMemcpyAsync(dst, src, size_t(n) * 4, cudaMemcpyDeviceToDevice, ctx_.stream()));
-  return {};
-}
-
 Result<float> Gpt::TakeLoss() {
   double loss = 0.0;
   ABLATE_RETURN_IF_ERROR(ctx_.ToHost(&loss, loss_acc_.get(), sizeof(double)));
@@ -335,13 +329,11 @@ Rounding Gpt::StreamRounding() const {
 }
 
 // out = x + act · wᵀ. A bf16 stream writes the product to bf16 (the qkv_ scratch, free after the
-// split) and adds it rounding the sum, as two bf16 tensors add in PyTorch; fp32 adds in the GEMM.
+// split) and adds it rounding the sum, as two bf16 tensors add in PyTorch; fp32 adds in the GEMM,
+// which reads x as its C and writes out as its D (no copy of x first).
 Status Gpt::AddBranch(float* out, const float* x, const bf16* act, const bf16* w, int64_t in) {
   int64_t c = m_.model_dim;
-  if (!m_.Bf16Stream()) {
-    ABLATE_RETURN_IF_ERROR(CopyDevice(out, x, n_ * c));
-    return matmul_forward<float>(ctx_, out, act, w, n_, in, c, Output::kAdd);
-  }
+  if (!m_.Bf16Stream()) return matmul_forward_add(ctx_, out, x, act, w, n_, in, c);
   ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, qkv_, act, w, n_, in, c));
   return residual_mix_forward<float, float, bf16>(ctx_, out, x, MixWeight::Constant(1.f), qkv_,
                                                   MixWeight::Constant(1.f), n_ * c,

@@ -119,7 +119,6 @@ class Gpt {
   Status ShortcutBackward(int64_t i, LayerActs& a);
   Status SkipBackward(int64_t i, LayerActs& a);
   Status EmbedBackward();
-  Status CopyDevice(float* dst, const float* src, int64_t n);
 
   float* P(int64_t off) { return params_ + off; }
   float* G(int64_t off) { return grads_ + off; }

@@ -192,6 +192,12 @@ Status matmul_forward(CudaContext& ctx, TOut* out, const bf16* inp, const bf16* 
                     oc);
 }
 
+Status matmul_forward_add(CudaContext& ctx, float* out, const float* base, const bf16* inp,
+                          const bf16* weight, int64_t n, int64_t c, int64_t oc) {
+  return Gemm<float>(ctx, Trans::kNo, Trans::kYes, n, oc, c, 1.f, inp, c, weight, c, 1.f, base,
+                     out, oc);
+}
+
 template <class TDin>
 Status matmul_backward(CudaContext& ctx, TDin* dinp, float* dweight, const bf16* dout,
                        const bf16* inp, const bf16* weight, int64_t n, int64_t c, int64_t oc,

@@ -37,6 +37,11 @@ template <class TOut>
 Status matmul_forward(CudaContext& ctx, TOut* out, const bf16* inp, const bf16* weight, int64_t n,
                       int64_t c, int64_t oc, Output mode = Output::kOverwrite);
 
+// out (N, OC) = base (N, OC) + inp (N, C) · weightᵀ in one GEMM (cuBLASLt reads C = base and
+// writes D = out): a residual add without first copying base into out. out may equal base.
+Status matmul_forward_add(CudaContext& ctx, float* out, const float* base, const bf16* inp,
+                          const bf16* weight, int64_t n, int64_t c, int64_t oc);
+
 // dinp (N, C) += dout (N, OC) · weight (dinp = with dinp_mode kOverwrite); dweight (OC, C) +=
 // doutᵀ · inp, in fp32. Either output may be null. TDin is float or bf16.
 template <class TDin>
