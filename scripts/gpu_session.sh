@@ -711,8 +711,9 @@ EOF
 }
 
 # One sweep of the product phase: submit, watch under its cap, then the checks and compare.
+# Called from product_run, whose b (the bundle's bin/), dir and gpus it reads.
 product_sweep() {
-  local name=$1 spec=$2 cap=$3 steps=$4 id first
+  local name=$1 spec=$2 cap=$3 steps=$4 id
   cap=$(clip "$cap")
   echo "== sweep $name (cap $cap s)"
   id=$("$b/ablate" --json submit "$spec" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sweep"]["id"])')
