@@ -7,6 +7,7 @@
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/matmul.h"
 #include "trainer/cuda/mlp_act.h"
+#include "trainer/cuda/qkv.h"
 #include "trainer/cuda/residual.h"
 #include "trainer/cuda/rmsnorm.h"
 #include "trainer/cuda/rope.h"
@@ -30,26 +31,93 @@ Scalars MakeScalars(CudaContext& ctx) {
 // BenchQkvOps's buffers.
 struct QkvOperands {
   RopeTable rope;
-  DeviceBuffer<bf16> qkv, q, k, v, vout;            // (N, 3C), then (N, C) each
-  DeviceBuffer<float> ve, dq, dk, dv, dv_raw, dve;  // (N, C) each
+  DeviceBuffer<bf16> qkv, q, k, v, vout, q_raw, k_raw;  // (N, 3C), then (N, C) each
+  DeviceBuffer<float> ve, dq, dk, dv, dv_raw, dve;      // (N, C) each
+  DeviceBuffer<float> q_rstd, k_rstd;                   // (N·NH)
+  DeviceBuffer<int32_t> ids;  // (N): row i of ve as the value-embedding table's row for token i
   Scalars lam;
 };
 
+DeviceBuffer<int32_t> Iota(CudaContext& ctx, int64_t n) {
+  std::vector<int32_t> host(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) host[size_t(i)] = int32_t(i);
+  DeviceBuffer<int32_t> b = Buffer<int32_t>(n, "ids");
+  Check(ctx.ToDevice(b.get(), host.data(), n * 4), "ids");
+  return b;
+}
+
 QkvOperands MakeQkvOperands(CudaContext& ctx, const StepSetup& s) {
-  int64_t nc = s.b * s.t * s.m.model_dim;
+  int64_t nc = s.b * s.t * s.m.model_dim, nh = s.b * s.t * s.m.n_head;
   return {Take(rope_table(ctx, s.t, s.m.head_dim, s.m.rope, s.m.rope_base), "rope table"),
           Filled<bf16>(ctx, 3 * nc, 41, "qkv"),
           Buffer<bf16>(nc, "q"),
           Buffer<bf16>(nc, "k"),
           Buffer<bf16>(nc, "v"),
           Buffer<bf16>(nc, "mixed v"),
+          Buffer<bf16>(nc, "q_raw"),
+          Buffer<bf16>(nc, "k_raw"),
           Filled<float>(ctx, nc, 42, "ve"),
           Filled<float>(ctx, nc, 43, "dq"),
           Filled<float>(ctx, nc, 44, "dk"),
           Filled<float>(ctx, nc, 45, "dv"),
           Buffer<float>(nc, "dv_raw"),
           Filled<float>(ctx, nc, 46, "dve"),
+          Filled<float>(ctx, nh, 47, "q_rstd"),
+          Filled<float>(ctx, nh, 48, "k_rstd"),
+          Iota(ctx, s.b * s.t),
           MakeScalars(ctx)};
+}
+
+// The single passes that Gpt runs as one fused pass (qkv.h) since 2026-12-07: timed, shown with
+// the count they had, out of the sum; the fused rows below are what the step runs.
+constexpr const char* kFused = "replaced by the fused qkv pass";
+
+// The fused forward's arguments as AttentionForward builds them for a layer with (ve_table) or
+// without a value-embedding table.
+QkvForwardArgs FusedForwardArgs(const StepSetup& s, QkvOperands& x, bool ve_table) {
+  QkvForwardArgs a;
+  a.qkv = x.qkv.get();
+  a.v_raw = x.v.get();
+  a.q = x.q.get();
+  a.k = x.k.get();
+  a.v = x.v.get();
+  a.n = s.b * s.t;
+  a.t = s.t;
+  a.nh = s.m.n_head;
+  a.hd = s.m.head_dim;
+  a.qk_norm = s.m.qk_norm;
+  if (a.qk_norm) {
+    a.q_raw = x.q_raw.get();
+    a.k_raw = x.k_raw.get();
+    a.q_rstd = x.q_rstd.get();
+    a.k_rstd = x.k_rstd.get();
+  }
+  const float* p = x.lam.p.get();
+  if (s.m.value_residual) {
+    a.mix = ValueMixKind::kResidual;
+    a.a = MixWeight::OneMinus(p);
+    a.b = MixWeight::Param(p);
+    a.v1 = x.k_raw.get();
+  } else if (s.m.value_embeds > 0) {
+    a.mix = ValueMixKind::kEmbed;
+    a.a = MixWeight::Param(p);
+    a.b = MixWeight::Param(p + 1);
+    if (ve_table) {
+      a.ve_table = x.ve.get();
+      a.ids = x.ids.get();
+    }
+  }
+  if (a.mix != ValueMixKind::kNone) a.v = x.vout.get();
+  return a;
+}
+
+// Bytes per element of (N, C) the fused forward reads and writes: the product (6), q, k and
+// v_raw (6), with qk-norm q_raw and k_raw (4), with a mix v (2) and v1 (2) or a table row (4).
+double FusedForwardBytes(const QkvForwardArgs& a) {
+  double b = 12 + (a.qk_norm ? 4 : 0);
+  if (a.mix == ValueMixKind::kResidual) b += 4;
+  if (a.mix == ValueMixKind::kEmbed) b += a.ve_table != nullptr ? 6 : 2;
+  return b;
 }
 
 // RoPE's cos and sin tables (T, HD/2), read once per call.
@@ -63,25 +131,34 @@ void QkvForwardRows(CudaContext& ctx, OpTable& table, const StepSetup& s, const 
   double b = double(nc), tables = RopeTableBytes(s);
   const float* no_ve = nullptr;
   // AttentionForward.
-  MemRow(ctx, table, "split_qkv (N,3C) → q, k, v bf16", b * 12, {k.attention},
+  MemRow(ctx, table, "split_qkv (N,3C) → q, k, v bf16", b * 12, {k.attention, kFused},
          [&] { return split_qkv(ctx, x.q.get(), x.k.get(), x.v.get(), x.qkv.get(), n, c); });
-  MemRow(ctx, table, "rope fwd (N,C) bf16", b * 4 + tables, {2 * k.attention},
+  MemRow(ctx, table, "rope fwd (N,C) bf16", b * 4 + tables, {2 * k.attention, kFused},
          [&] { return rope_forward<bf16>(ctx, x.q.get(), x.q.get(), x.rope, s.b, s.t, nh, hd); });
   // ValueMixForward: v = λ0·v_raw + λ1·ve in the value-embedding layers, λ0·v_raw in the rest.
-  MemRow(ctx, table, "v mix fwd (N,C) bf16 + fp32 ve → bf16", b * 8, {k.ve}, [&] {
+  MemRow(ctx, table, "v mix fwd (N,C) bf16 + fp32 ve → bf16", b * 8, {k.ve, kFused}, [&] {
     return residual_mix_forward<bf16, bf16, float>(
         ctx, x.vout.get(), x.v.get(), MixWeight::Param(p), x.ve.get(), MixWeight::Param(p + 1), nc);
   });
-  MemRow(ctx, table, "v mix fwd (N,C) bf16, no ve: λ·v", b * 4, {k.ve_mix - k.ve}, [&] {
+  MemRow(ctx, table, "v mix fwd (N,C) bf16, no ve: λ·v", b * 4, {k.ve_mix - k.ve, kFused}, [&] {
     return residual_mix_forward<bf16, bf16, float>(
         ctx, x.vout.get(), x.v.get(), MixWeight::Param(p), no_ve, MixWeight::Param(p + 1), nc);
   });
   MemRow(ctx, table, "v mix fwd (N,C) bf16, value residual", b * 6,
-         {k.value_residual * k.attention}, [&] {
+         {k.value_residual * k.attention, kFused}, [&] {
            return residual_mix_forward<bf16, bf16, bf16>(ctx, x.vout.get(), x.v.get(),
                                                          MixWeight::OneMinus(p), x.k.get(),
                                                          MixWeight::Param(p), nc);
          });
+  // The fused pass AttentionForward runs (qkv.h): split, qk-norm, RoPE and the v mix.
+  for (bool ve_table : {true, false}) {
+    QkvForwardArgs a = FusedForwardArgs(s, x, ve_table);
+    if (ve_table && a.ve_table == nullptr) continue;  // no table in this model
+    MemRow(ctx, table,
+           ve_table ? "qkv fused fwd (N,3C) → q, k, v, ve table" : "qkv fused fwd (N,3C) → q, k, v",
+           b * FusedForwardBytes(a) + tables, {ve_table ? k.ve : k.attention - k.ve},
+           [&] { return qkv_forward(ctx, a, x.rope); });
+  }
 }
 
 // BenchQkvOps's backward rows (AttentionBackward, ValueMixBackward).
@@ -93,9 +170,9 @@ void QkvBackwardRows(CudaContext& ctx, OpTable& table, const StepSetup& s, const
   double b = double(nc), tables = RopeTableBytes(s);
   const float* no_ve = nullptr;
   // AttentionBackward.
-  MemRow(ctx, table, "rope bwd (N,C) fp32, in place", b * 8 + tables, {2 * k.attention}, [&] {
-    return rope_backward<float>(ctx, x.dq.get(), x.dq.get(), x.rope, s.b, s.t, nh, hd);
-  });
+  MemRow(
+      ctx, table, "rope bwd (N,C) fp32, in place", b * 8 + tables, {2 * k.attention, kFused},
+      [&] { return rope_backward<float>(ctx, x.dq.get(), x.dq.get(), x.rope, s.b, s.t, nh, hd); });
   // ValueMixBackward.
   MemRow(ctx, table, "v mix bwd (N,C): dv_raw =, dve =, dλ", b * 18, {k.ve}, [&] {
     MixGrads mg{x.dv_raw.get(),     Output::kOverwrite, x.dve.get(),
@@ -116,8 +193,29 @@ void QkvBackwardRows(CudaContext& ctx, OpTable& table, const StepSetup& s, const
                                                     MixWeight::OneMinus(p), x.k.get(),
                                                     MixWeight::Param(p), nc);
          });
-  MemRow(ctx, table, "merge_qkv fp32 dq, dk, dv → (N,3C) bf16", b * 18, {k.attention},
+  MemRow(ctx, table, "merge_qkv fp32 dq, dk, dv → (N,3C) bf16", b * 18, {k.attention, kFused},
          [&] { return merge_qkv(ctx, x.qkv.get(), x.dq.get(), x.dk.get(), x.dv.get(), n, c); });
+  // The fused pass AttentionBackward runs: RoPE's transpose, the qk-norm backward, the merge.
+  QkvBackwardArgs a;
+  a.dqkv = x.qkv.get();
+  a.dq = x.dq.get();
+  a.dk = x.dk.get();
+  a.dv = x.dv_raw.get();
+  a.n = n;
+  a.t = s.t;
+  a.nh = nh;
+  a.hd = hd;
+  a.qk_norm = s.m.qk_norm;
+  if (a.qk_norm) {
+    a.q_raw = x.q_raw.get();
+    a.k_raw = x.k_raw.get();
+    a.q_rstd = x.q_rstd.get();
+    a.k_rstd = x.k_rstd.get();
+  }
+  // dq, dk, dv (12), q_raw and k_raw with qk-norm (4), d(qkv) (6).
+  MemRow(ctx, table, "qkv fused bwd dq, dk, dv → (N,3C) bf16",
+         b * (18 + (a.qk_norm ? 4 : 0)) + tables, {k.attention},
+         [&] { return qkv_backward(ctx, a, x.rope); });
 }
 
 }  // namespace
@@ -181,9 +279,9 @@ void BenchNorms(CudaContext& ctx, OpTable& table, const StepSetup& s, const Laye
   // EmbedForward.
   MemRow(ctx, table, "rmsnorm fwd (N,C) fp32 → fp32 (embedding)", nc * 8 + rows * 4, {k.embed_norm},
          [&] { return rmsnorm_forward<float, float>(ctx, y32.get(), rstd.get(), x.get(), n, c); });
-  // qk-norm of q and of k (AttentionForward).
+  // qk-norm of q and of k (AttentionForward), now inside the fused qkv pass.
   MemRow(ctx, table, "rmsnorm fwd (N·NH,HD) bf16 (qk-norm)", nc * 4 + heads * 4,
-         {2 * k.qk_norm * k.attention}, [&] {
+         {2 * k.qk_norm * k.attention, kFused}, [&] {
            return rmsnorm_forward<bf16, bf16>(ctx, y.get(), rstd.get(), xb.get(), n * nh, hd);
          });
   // ln2 (MlpBackward) and ln1 (AttentionBackward), added into dx.
@@ -197,9 +295,9 @@ void BenchNorms(CudaContext& ctx, OpTable& table, const StepSetup& s, const Laye
     return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
                                    Output::kOverwrite);
   });
-  // qk-norm of dq and of dk (AttentionBackward).
+  // qk-norm of dq and of dk (AttentionBackward), now inside the fused qkv pass.
   MemRow(ctx, table, "rmsnorm bwd (N·NH,HD) bf16 x, fp32 = (qk-norm)", nc * 10 + heads * 4,
-         {2 * k.qk_norm * k.attention}, [&] {
+         {2 * k.qk_norm * k.attention, kFused}, [&] {
            return rmsnorm_backward<bf16>(ctx, dinp.get(), dout.get(), xb.get(), rstd.get(), n * nh,
                                          hd, Output::kOverwrite);
          });

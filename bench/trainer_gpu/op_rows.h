@@ -34,7 +34,8 @@ void BenchStreamOps(CudaContext& ctx, OpTable& table, const StepSetup& s, const 
 
 // Between the QKV product and attention, and back: the split, RoPE, the v mixes (value
 // embeddings or the value residual), and in the backward RoPE's transpose, the v mixes'
-// gradients and the merge into d(qkv). qk-norm is in BenchNorms.
+// gradients and the merge into d(qkv). qk-norm is in BenchNorms. The single passes are shown
+// out of the sum; the fused forward and backward rows (trainer/cuda/qkv.h) are what the step runs.
 void BenchQkvOps(CudaContext& ctx, OpTable& table, const StepSetup& s, const LayerCounts& k);
 
 // Row gathers and their deterministic backward at the model's table (embed_vocab_size, C), for

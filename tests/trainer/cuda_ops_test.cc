@@ -19,6 +19,7 @@
 #include "trainer/cuda/embedding.h"
 #include "trainer/cuda/matmul.h"
 #include "trainer/cuda/mlp_act.h"
+#include "trainer/cuda/qkv.h"
 #include "trainer/cuda/residual.h"
 #include "trainer/cuda/rmsnorm.h"
 #include "trainer/cuda/rope.h"
@@ -155,14 +156,14 @@ TEST_F(CudaOps, ResidualMixForwardMatchesCpu) {
     cpu::residual_mix_forward(want.data(), xb.data(), w[0], yb.data(), w[1], n,
                               cpu::Rounding::kBf16);
     d_out.Poison();
-    ABLATE_EXPECT_OP(ctx(), cuda::residual_mix_forward<float, float, float>(
-                                ctx(), d_out.get(), d_x.get(), a, d_y.get(), b, n,
-                                cpu::Rounding::kBf16));
+    ABLATE_EXPECT_OP(ctx(),
+                     cuda::residual_mix_forward<float, float, float>(
+                         ctx(), d_out.get(), d_x.get(), a, d_y.get(), b, n, cpu::Rounding::kBf16));
     EXPECT_EQ(d_out.Get(), want) << "shortcut mix";
     d_out.Poison();  // a block's output, written by its GEMM in bf16, added to the stream
-    ABLATE_EXPECT_OP(ctx(), cuda::residual_mix_forward<float, float, bf16>(
-                                ctx(), d_out.get(), d_x.get(), a, d_yb.get(), b, n,
-                                cpu::Rounding::kBf16));
+    ABLATE_EXPECT_OP(ctx(),
+                     cuda::residual_mix_forward<float, float, bf16>(
+                         ctx(), d_out.get(), d_x.get(), a, d_yb.get(), b, n, cpu::Rounding::kBf16));
     EXPECT_EQ(d_out.Get(), want) << "bf16 branch";
     DeviceTensor<float> d_r(ctx(), x);
     ABLATE_EXPECT_OP(ctx(), cuda::round_to_bf16(ctx(), d_r.get(), n));
@@ -357,9 +358,9 @@ TEST_F(CudaOps, GemmAllTransposesAtOddShapesMatchCpu) {
   d_dx.Poison();
   ABLATE_EXPECT_OP(ctx(),
                    cuda::matmul_forward<bf16>(ctx(), d_y.get(), d_x.get(), d_w.get(), rows, c, oc));
-  ABLATE_EXPECT_OP(ctx(), cuda::matmul_backward<float>(ctx(), d_dx.get(), d_dw.get(), d_dout.get(),
-                                                       d_x.get(), d_w.get(), rows, c, oc,
-                                                       cpu::Output::kOverwrite));
+  ABLATE_EXPECT_OP(
+      ctx(), cuda::matmul_backward<float>(ctx(), d_dx.get(), d_dw.get(), d_dout.get(), d_x.get(),
+                                          d_w.get(), rows, c, oc, cpu::Output::kOverwrite));
   std::vector<float> y(rows * oc), dx(rows * c), dw(oc * c, 0.f);
   cpu::matmul_forward(y.data(), x.data(), w.data(), rows, c, oc);
   cpu::matmul_backward(dx.data(), dw.data(), dout.data(), x.data(), w.data(), rows, c, oc,
@@ -438,9 +439,9 @@ void ExpectChunkedHeadMatchesCpu(cuda::CudaContext& ctx, int64_t n, int64_t c, i
   d_losses.Poison();
   d_eval.Poison();
   d_dx.Poison();
-  ABLATE_EXPECT_OP(ctx, cuda::lm_head_forward_backward(
-                            ctx, d_losses.get(), d_dx.get(), d_dw.get(), d_x.get(), d_w.get(),
-                            d_targets.get(), n, c, v, cap, dloss, scratch));
+  ABLATE_EXPECT_OP(ctx, cuda::lm_head_forward_backward(ctx, d_losses.get(), d_dx.get(), d_dw.get(),
+                                                       d_x.get(), d_w.get(), d_targets.get(), n, c,
+                                                       v, cap, dloss, scratch));
   ABLATE_EXPECT_OP(ctx, cuda::lm_head_forward(ctx, d_eval.get(), d_x.get(), d_w.get(),
                                               d_targets.get(), n, c, v, cap, scratch));
   std::vector<float> logits(n * v), losses(n), lse(n), dx(n * c, 0.f);
@@ -532,6 +533,175 @@ TEST_F(CudaOps, ConversionsAndQkvSplitAreExact) {
       ASSERT_EQ(merged[i * 3 * c + 2 * c + j], dv[i * c + j]);
     }
   }
+}
+
+// The fused q/k/v passes (trainer/cuda/qkv.h) against the single passes they replace, on the
+// GPU: the same bits (they sum in the same order and spell the same fmaf's). The CPU emulator
+// test (qkv_emulated_test) checks the same kernels against the CPU twins.
+struct FusedQkvCase {
+  int64_t nh, hd;
+  bool qk_norm;
+  cuda::ValueMixKind mix;
+  cpu::RopeKind rope;
+};
+
+void CheckFusedQkv(cuda::CudaContext& ctx, const FusedQkvCase& f) {
+  const int64_t b = 2, t = 37, n = b * t, nh = f.nh, hd = f.hd, c = nh * hd, vocab = 11;
+  SCOPED_TRACE("hd " + std::to_string(hd) + (f.qk_norm ? " qk_norm" : "") + " mix " +
+               std::to_string(int(f.mix)));
+  Result<cuda::RopeTable> table = cuda::rope_table(ctx, t, hd, f.rope, 10000.0);
+  ASSERT_TRUE(table.ok()) << table.error().message;
+  std::vector<float> lam = {0.65f, 0.3f};
+  std::vector<int32_t> ids = RandomIds(n, int32_t(vocab));
+  DeviceTensor<bf16> d_qkv(ctx, RoundBf16(Random(n * 3 * c, -2.f, 2.f)));
+  DeviceTensor<bf16> d_v1(ctx, RoundBf16(Random(n * c, -2.f, 2.f)));
+  DeviceTensor<float> d_table(ctx, Random(vocab * c)), d_lam(ctx, lam), d_ve(ctx, n * c);
+  DeviceTensor<int32_t> d_ids(ctx, ids);
+
+  // The single passes.
+  DeviceTensor<bf16> s_q(ctx, n * c), s_k(ctx, n * c), s_v(ctx, n * c), s_qn(ctx, n * c),
+      s_kn(ctx, n * c), s_vm(ctx, n * c);
+  DeviceTensor<float> s_qr(ctx, n * nh), s_kr(ctx, n * nh);
+  ABLATE_EXPECT_OP(ctx, cuda::split_qkv(ctx, s_q.get(), s_k.get(), s_v.get(), d_qkv.get(), n, c));
+  cuda::MixWeight a, bw;
+  if (f.mix == cuda::ValueMixKind::kResidual) {
+    a = cuda::MixWeight::OneMinus(d_lam.get());
+    bw = cuda::MixWeight::Param(d_lam.get());
+    ABLATE_EXPECT_OP(ctx, cuda::residual_mix_forward<bf16, bf16, bf16>(ctx, s_vm.get(), s_v.get(),
+                                                                       a, d_v1.get(), bw, n * c));
+  } else if (f.mix == cuda::ValueMixKind::kEmbed) {
+    a = cuda::MixWeight::Param(d_lam.get());
+    bw = cuda::MixWeight::Param(d_lam.get() + 1);
+    ABLATE_EXPECT_OP(ctx,
+                     cuda::embedding_forward(ctx, d_ve.get(), d_table.get(), d_ids.get(), n, c));
+    ABLATE_EXPECT_OP(ctx, cuda::residual_mix_forward<bf16, bf16, float>(ctx, s_vm.get(), s_v.get(),
+                                                                        a, d_ve.get(), bw, n * c));
+  }
+  const bf16* q_in = s_q.get();
+  const bf16* k_in = s_k.get();
+  if (f.qk_norm) {
+    ABLATE_EXPECT_OP(
+        ctx, cuda::rmsnorm_forward<bf16, bf16>(ctx, s_qn.get(), s_qr.get(), s_q.get(), n * nh, hd));
+    ABLATE_EXPECT_OP(
+        ctx, cuda::rmsnorm_forward<bf16, bf16>(ctx, s_kn.get(), s_kr.get(), s_k.get(), n * nh, hd));
+    q_in = s_qn.get();
+    k_in = s_kn.get();
+  }
+  ABLATE_EXPECT_OP(ctx, cuda::rope_forward<bf16>(ctx, s_qn.get(), q_in, *table, b, t, nh, hd));
+  ABLATE_EXPECT_OP(ctx, cuda::rope_forward<bf16>(ctx, s_kn.get(), k_in, *table, b, t, nh, hd));
+
+  // The fused pass.
+  DeviceTensor<bf16> q_raw(ctx, n * c), k_raw(ctx, n * c), v_raw(ctx, n * c), q(ctx, n * c),
+      k(ctx, n * c), v(ctx, n * c);
+  DeviceTensor<float> q_rstd(ctx, n * nh), k_rstd(ctx, n * nh);
+  for (auto* x : {&q_raw, &k_raw, &v_raw, &q, &k, &v}) x->Poison();
+  cuda::QkvForwardArgs fa;
+  fa.qkv = d_qkv.get();
+  fa.q_raw = q_raw.get();
+  fa.k_raw = k_raw.get();
+  fa.v_raw = v_raw.get();
+  fa.q = q.get();
+  fa.k = k.get();
+  fa.v = f.mix == cuda::ValueMixKind::kNone ? v_raw.get() : v.get();
+  fa.q_rstd = q_rstd.get();
+  fa.k_rstd = k_rstd.get();
+  fa.n = n;
+  fa.t = t;
+  fa.nh = nh;
+  fa.hd = hd;
+  fa.qk_norm = f.qk_norm;
+  fa.mix = f.mix;
+  fa.a = a;
+  fa.b = bw;
+  fa.v1 = d_v1.get();
+  if (f.mix == cuda::ValueMixKind::kEmbed) {
+    fa.ve_table = d_table.get();
+    fa.ids = d_ids.get();
+  }
+  ABLATE_EXPECT_OP(ctx, cuda::qkv_forward(ctx, fa, *table));
+  EXPECT_EQ(v_raw.Get(), s_v.Get());
+  EXPECT_EQ(q.Get(), s_qn.Get());
+  EXPECT_EQ(k.Get(), s_kn.Get());
+  if (f.mix != cuda::ValueMixKind::kNone) {
+    EXPECT_EQ(v.Get(), s_vm.Get());
+  }
+  if (f.qk_norm) {
+    EXPECT_EQ(q_raw.Get(), s_q.Get());
+    EXPECT_EQ(k_raw.Get(), s_k.Get());
+    EXPECT_EQ(q_rstd.Get(), s_qr.Get());
+    EXPECT_EQ(k_rstd.Get(), s_kr.Get());
+  }
+
+  // Backward: the single passes (RoPE's transpose in place, the norm's backward, the merge)
+  // against the fused one.
+  std::vector<float> dq = Random(n * c), dk = Random(n * c), dv = Random(n * c);
+  DeviceTensor<float> s_dq(ctx, dq), s_dk(ctx, dk), d_dq(ctx, dq), d_dk(ctx, dk), d_dv(ctx, dv),
+      s_dqr(ctx, n * c), s_dkr(ctx, n * c);
+  ABLATE_EXPECT_OP(ctx,
+                   cuda::rope_backward<float>(ctx, s_dq.get(), s_dq.get(), *table, b, t, nh, hd));
+  ABLATE_EXPECT_OP(ctx,
+                   cuda::rope_backward<float>(ctx, s_dk.get(), s_dk.get(), *table, b, t, nh, hd));
+  const float* dq_raw = s_dq.get();
+  const float* dk_raw = s_dk.get();
+  if (f.qk_norm) {
+    ABLATE_EXPECT_OP(
+        ctx, cuda::rmsnorm_backward<bf16>(ctx, s_dqr.get(), s_dq.get(), s_q.get(), s_qr.get(),
+                                          n * nh, hd, cuda::Output::kOverwrite));
+    ABLATE_EXPECT_OP(
+        ctx, cuda::rmsnorm_backward<bf16>(ctx, s_dkr.get(), s_dk.get(), s_k.get(), s_kr.get(),
+                                          n * nh, hd, cuda::Output::kOverwrite));
+    dq_raw = s_dqr.get();
+    dk_raw = s_dkr.get();
+  }
+  DeviceTensor<bf16> s_dqkv(ctx, n * 3 * c), dqkv(ctx, n * 3 * c);
+  ABLATE_EXPECT_OP(ctx, cuda::merge_qkv(ctx, s_dqkv.get(), dq_raw, dk_raw, d_dv.get(), n, c));
+  dqkv.Poison();
+  cuda::QkvBackwardArgs ba;
+  ba.dqkv = dqkv.get();
+  ba.dq = d_dq.get();
+  ba.dk = d_dk.get();
+  ba.dv = d_dv.get();
+  ba.q_raw = q_raw.get();
+  ba.k_raw = k_raw.get();
+  ba.q_rstd = q_rstd.get();
+  ba.k_rstd = k_rstd.get();
+  ba.n = n;
+  ba.t = t;
+  ba.nh = nh;
+  ba.hd = hd;
+  ba.qk_norm = f.qk_norm;
+  ABLATE_EXPECT_OP(ctx, cuda::qkv_backward(ctx, ba, *table));
+  EXPECT_EQ(dqkv.Get(), s_dqkv.Get());
+}
+
+TEST_F(CudaOps, FusedQkvPassesGiveTheSinglePassesBits) {
+  using cuda::ValueMixKind;
+  const cpu::RopeKind full = cpu::RopeKind::kFull, half = cpu::RopeKind::kHalfTruncated;
+  for (const FusedQkvCase& f : {FusedQkvCase{6, 128, true, ValueMixKind::kEmbed, half},  // r20
+                                FusedQkvCase{4, 64, true, ValueMixKind::kResidual, full},
+                                FusedQkvCase{3, 96, true, ValueMixKind::kNone, full},
+                                FusedQkvCase{2, 128, false, ValueMixKind::kNone, full},
+                                FusedQkvCase{5, 6, false, ValueMixKind::kResidual, full}}) {
+    CheckFusedQkv(ctx(), f);
+  }
+}
+
+TEST_F(CudaOps, FusedQkvRefusesAHeadDimTheRopeTableWasNotBuiltFor) {
+  Result<cuda::RopeTable> table = cuda::rope_table(ctx(), 8, 64, cpu::RopeKind::kFull, 10000.0);
+  ASSERT_TRUE(table.ok()) << table.error().message;
+  cuda::QkvForwardArgs fa;
+  fa.n = 16;
+  fa.t = 8;
+  fa.nh = 2;
+  fa.hd = 32;
+  Status s = cuda::qkv_forward(ctx(), fa, *table);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("does not fit the RoPE table"), std::string::npos) << s.message();
+  fa.hd = 64;
+  fa.t = 16;
+  s = cuda::qkv_forward(ctx(), fa, *table);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("(T 16, HD 64)"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Memory-bound ops: embedding gather/scatter, RMSNorm, RoPE, stream mixes, the MLP activation
 // and layout/precision conversions. Each is one pass over its tensors with fp32 arithmetic;
-// rows that need a reduction (RMSNorm) get one warp each.
+// rows that need a reduction (RMSNorm) get one warp each. Multiply-adds are written as fmaf, so
+// that the fused q/k/v kernels (qkv_kernels.cuh), which spell them the same, give the same bits
+// whatever the compiler would contract.
 #include <cmath>
 #include <utility>
 
@@ -60,7 +62,7 @@ __global__ void RmsNormForwardKernel(TOut* out, float* rstd, const TIn* inp, int
   float ss = 0.f;
   for (int64_t j = lane; j < c; j += 32) {
     float v = ToFloat(x[j]);
-    ss += v * v;
+    ss = fmaf(v, v, ss);
   }
   ss = WarpSum(ss);
   float r = 1.f / sqrtf(ss / float(c) + float(cpu::kRmsNormEps));
@@ -79,13 +81,13 @@ __global__ void RmsNormBackwardKernel(float* dinp, const float* dout, const TIn*
   const TIn* x = inp + row * c;
   const float* dy = dout + row * c;
   float dot = 0.f;
-  for (int64_t j = lane; j < c; j += 32) dot += dy[j] * ToFloat(x[j]);
+  for (int64_t j = lane; j < c; j += 32) dot = fmaf(dy[j], ToFloat(x[j]), dot);
   dot = WarpSum(dot);
   float r = rstd[row];
   float k = r * r * r * dot / float(c);
   float* dx = dinp + row * c;
   for (int64_t j = lane; j < c; j += 32) {
-    float g = r * dy[j] - k * ToFloat(x[j]);
+    float g = fmaf(r, dy[j], -k * ToFloat(x[j]));
     dx[j] = add ? dx[j] + g : g;
   }
 }
@@ -103,8 +105,8 @@ __global__ void RopeKernel(T* out, const T* inp, const float* cos_t, const float
     int64_t base = rest * hd;
     float x1 = ToFloat(inp[base + j]), x2 = ToFloat(inp[base + j + half]);
     float cs = cos_t[pos * half + j], sn = sign * sin_t[pos * half + j];
-    out[base + j] = FromFloat<T>(x1 * cs + x2 * sn);
-    out[base + j + half] = FromFloat<T>(-x1 * sn + x2 * cs);
+    out[base + j] = FromFloat<T>(fmaf(x1, cs, x2 * sn));
+    out[base + j + half] = FromFloat<T>(fmaf(x2, cs, -x1 * sn));
   }
 }
 
@@ -130,7 +132,7 @@ __global__ void MixForwardKernel(TOut* out, const TX* x, MixWeight a, const TY* 
       if (y != nullptr) v = RoundBf16(v + RoundBf16(bv * ToFloat(y[i])));
     } else {
       v = av * ToFloat(x[i]);
-      if (y != nullptr) v += bv * ToFloat(y[i]);
+      if (y != nullptr) v = fmaf(bv, ToFloat(y[i]), v);
     }
     out[i] = FromFloat<TOut>(v);
   }
@@ -425,8 +427,8 @@ template Status residual_mix_forward<float, float, float>(CudaContext&, float*, 
                                                           MixWeight, const float*, MixWeight,
                                                           int64_t, Rounding);
 template Status residual_mix_forward<float, float, bf16>(CudaContext&, float*, const float*,
-                                                         MixWeight, const bf16*, MixWeight,
-                                                         int64_t, Rounding);
+                                                         MixWeight, const bf16*, MixWeight, int64_t,
+                                                         Rounding);
 template Status residual_mix_forward<bf16, bf16, bf16>(CudaContext&, bf16*, const bf16*, MixWeight,
                                                        const bf16*, MixWeight, int64_t, Rounding);
 template Status residual_mix_forward<bf16, bf16, float>(CudaContext&, bf16*, const bf16*, MixWeight,

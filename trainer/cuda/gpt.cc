@@ -163,8 +163,11 @@ Status Gpt::AllocateLayer(int64_t i, LayerActs& a) {
   if (m_.HasAttention(i)) {
     ABLATE_RETURN_IF_ERROR(Alloc(&a.ln1, bt * c, p + "ln1"));
     ABLATE_RETURN_IF_ERROR(Alloc(&a.rstd1, bt, p + "rstd1"));
-    for (bf16** x : {&a.q_raw, &a.k_raw, &a.v_raw, &a.q, &a.k, &a.att}) {
+    for (bf16** x : {&a.v_raw, &a.q, &a.k, &a.att}) {
       ABLATE_RETURN_IF_ERROR(Alloc(x, bt * c, p + "attn"));
+    }
+    if (m_.qk_norm) {  // the norm's inputs, for its backward
+      for (bf16** x : {&a.q_raw, &a.k_raw}) ABLATE_RETURN_IF_ERROR(Alloc(x, bt * c, p + "attn"));
     }
     a.v = a.v_raw;
     if (m_.value_residual || m_.value_embeds > 0)
@@ -182,7 +185,7 @@ Status Gpt::AllocateLayer(int64_t i, LayerActs& a) {
 
 Status Gpt::AllocateBackward() {
   int64_t c = m_.model_dim, bt = n_, nc = bt * c;
-  for (float** d : {&dx_, &dtmp_, &dx0_, &dln_, &dq_, &dk_, &dv_, &dq_raw_, &dk_raw_, &dv_raw_}) {
+  for (float** d : {&dx_, &dtmp_, &dx0_, &dln_, &dq_, &dk_, &dv_, &dv_raw_}) {
     ABLATE_RETURN_IF_ERROR(Alloc(d, nc, "activation gradients"));
   }
   if (m_.value_residual) ABLATE_RETURN_IF_ERROR(Alloc(&dv1_, nc, "d(v1)"));
@@ -324,9 +327,7 @@ Status Gpt::EmbedForward() {
   return m_.Bf16Stream() ? round_to_bf16(ctx_, x0_, n_ * c) : Status();
 }
 
-Rounding Gpt::StreamRounding() const {
-  return m_.Bf16Stream() ? Rounding::kBf16 : Rounding::kNone;
-}
+Rounding Gpt::StreamRounding() const { return m_.Bf16Stream() ? Rounding::kBf16 : Rounding::kNone; }
 
 // out = x + act · wᵀ. A bf16 stream writes the product to bf16 (the qkv_ scratch, free after the
 // split) and adds it rounding the sum, as two bf16 tensors add in PyTorch; fp32 adds in the GEMM,
@@ -368,50 +369,56 @@ Result<const float*> Gpt::BlockForward(int64_t i, const float* x) {
 }
 
 Status Gpt::AttentionForward(int64_t i, LayerActs& a) {
-  int64_t c = m_.model_dim, nh = m_.n_head, hd = m_.head_dim;
+  int64_t c = m_.model_dim;
   const BlockOffsets& o = blocks_[i];
   ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, a.ln1, a.rstd1, a.x_in, n_, c));
   ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, qkv_, a.ln1, W(o.qkv), n_, c, 3 * c));
-  ABLATE_RETURN_IF_ERROR(split_qkv(ctx_, a.q_raw, a.k_raw, a.v_raw, qkv_, n_, c));
-  ABLATE_RETURN_IF_ERROR(ValueMixForward(i, a));
-  const bf16* q_in = a.q_raw;
-  const bf16* k_in = a.k_raw;
-  if (m_.qk_norm) {
-    ABLATE_RETURN_IF_ERROR(rmsnorm_forward<bf16, bf16>(ctx_, a.q, a.q_rstd, a.q_raw, n_ * nh, hd));
-    ABLATE_RETURN_IF_ERROR(rmsnorm_forward<bf16, bf16>(ctx_, a.k, a.k_rstd, a.k_raw, n_ * nh, hd));
-    q_in = a.q;
-    k_in = a.k;
-  }
-  ABLATE_RETURN_IF_ERROR(rope_forward<bf16>(ctx_, a.q, q_in, rope_, b_, t_, nh, hd));
-  ABLATE_RETURN_IF_ERROR(rope_forward<bf16>(ctx_, a.k, k_in, rope_, b_, t_, nh, hd));
-  ABLATE_RETURN_IF_ERROR(attention_forward(ctx_, a.att, a.lse, a.q, a.k, a.v, a.lo, b_, t_, nh, hd,
-                                           float(m_.AttentionScale()), attention_));
+  // One pass from the product to attention's q, k, v: split, qk-norm, RoPE, value mix.
+  QkvForwardArgs q;
+  q.qkv = qkv_;
+  q.q_raw = a.q_raw;
+  q.k_raw = a.k_raw;
+  q.v_raw = a.v_raw;
+  q.q = a.q;
+  q.k = a.k;
+  q.v = a.v;
+  q.q_rstd = a.q_rstd;
+  q.k_rstd = a.k_rstd;
+  q.n = n_;
+  q.t = t_;
+  q.nh = m_.n_head;
+  q.hd = m_.head_dim;
+  q.qk_norm = m_.qk_norm;
+  ValueMixOf(i, q);
+  ABLATE_RETURN_IF_ERROR(qkv_forward(ctx_, q, rope_));
+  ABLATE_RETURN_IF_ERROR(attention_forward(ctx_, a.att, a.lse, a.q, a.k, a.v, a.lo, b_, t_,
+                                           m_.n_head, m_.head_dim, float(m_.AttentionScale()),
+                                           attention_));
   ABLATE_RETURN_IF_ERROR(AddBranch(a.attn_out, a.x_in, a.att, W(o.proj), c));
   a.x_mid = a.attn_out;
   return {};
 }
 
-Status Gpt::ValueMixForward(int64_t i, LayerActs& a) {
-  int64_t nc = n_ * m_.model_dim;
+// v = (1 − λ)·v_raw + λ·v1 (value residual) or λ0·v_raw + λ1·ve (value embeddings; λ0·v_raw in
+// layers without a table), in fp32, stored as bf16.
+void Gpt::ValueMixOf(int64_t i, QkvForwardArgs& q) {
   const BlockOffsets& o = blocks_[i];
   if (m_.value_residual) {
     const float* lam = P(o.value_lambda);
-    return residual_mix_forward<bf16, bf16, bf16>(ctx_, a.v, a.v_raw, MixWeight::OneMinus(lam),
-                                                  layers_[first_attn_].v_raw, MixWeight::Param(lam),
-                                                  nc);
-  }
-  if (m_.value_embeds > 0) {
+    q.mix = ValueMixKind::kResidual;
+    q.a = MixWeight::OneMinus(lam);
+    q.b = MixWeight::Param(lam);
+    q.v1 = layers_[first_attn_].v_raw;
+  } else if (m_.value_embeds > 0) {
     const float* lam = P(o.ve_lambdas);
-    const float* ve = nullptr;
-    if (o.ve_table >= 0) {
-      ABLATE_RETURN_IF_ERROR(
-          embedding_forward(ctx_, ve_, P(o.ve_table), inputs_, n_, m_.model_dim));
-      ve = ve_;
+    q.mix = ValueMixKind::kEmbed;
+    q.a = MixWeight::Param(lam);
+    q.b = MixWeight::Param(lam + 1);
+    if (o.ve_table >= 0) {  // the rows are read from the table by id, not gathered first
+      q.ve_table = P(o.ve_table);
+      q.ids = inputs_;
     }
-    return residual_mix_forward<bf16, bf16, float>(ctx_, a.v, a.v_raw, MixWeight::Param(lam), ve,
-                                                   MixWeight::Param(lam + 1), nc);
   }
-  return {};  // a.v is a.v_raw
 }
 
 Status Gpt::MlpForward(int64_t i, LayerActs& a) {

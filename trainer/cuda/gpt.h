@@ -20,6 +20,7 @@
 #include "trainer/cuda/device_layout.h"
 #include "trainer/cuda/dtype.h"
 #include "trainer/cuda/embedding.h"
+#include "trainer/cuda/qkv.h"
 #include "trainer/cuda/residual.h"
 #include "trainer/cuda/rope.h"
 #include "trainer/cuda/softcap_cross_entropy.h"
@@ -106,7 +107,7 @@ class Gpt {
   Status EmbedForward();
   Result<const float*> BlockForward(int64_t i, const float* x);
   Status AttentionForward(int64_t i, LayerActs& a);
-  Status ValueMixForward(int64_t i, LayerActs& a);
+  void ValueMixOf(int64_t i, QkvForwardArgs& q);
   Status MlpForward(int64_t i, LayerActs& a);
   Status HeadForward(const float* x, int64_t divisor, bool train);
   Rounding StreamRounding() const;
@@ -162,13 +163,13 @@ class Gpt {
   LmHeadScratch head_scratch_;
   bf16* qkv_ = nullptr;  // (BT, 3C): the QKV product, then d(qkv) in the backward
   bf16* act_ = nullptr;  // (BT, F): act(fc), recomputed per layer in the backward
-  float* ve_ = nullptr;  // (BT, C) value-embedding rows of the current layer
+  float* ve_ = nullptr;  // (BT, C) value-embedding rows of the current layer (backward)
 
   // Backward scratch (dx_ and dtmp_ swap roles).
   float *dx_ = nullptr, *dtmp_ = nullptr, *dx0_ = nullptr, *dv1_ = nullptr, *dln_ = nullptr;
   bf16 *dxb_ = nullptr, *datt_ = nullptr, *dact_ = nullptr;  // (BT, C), (BT, C), (BT, F)
   float *dq_ = nullptr, *dk_ = nullptr, *dv_ = nullptr;      // (BT, C)
-  float *dq_raw_ = nullptr, *dk_raw_ = nullptr, *dv_raw_ = nullptr, *dve_ = nullptr;
+  float *dv_raw_ = nullptr, *dve_ = nullptr;
   float* d_rows_ = nullptr;    // (B, NH, T) attention's rowsum(dout ⊙ out)
   std::vector<float*> dskip_;  // (L/2) × (BT, C)
   std::function<Status(int64_t)> block_hook_;

@@ -82,21 +82,25 @@ Status Gpt::AttentionBackward(int64_t i, LayerActs& a) {
   ABLATE_RETURN_IF_ERROR(attention_backward(ctx_, dq_, dk_, dv_, datt_, a.q, a.k, a.v, a.att, a.lse,
                                             a.lo, d_rows_, b_, t_, nh, hd,
                                             float(m_.AttentionScale()), attention_));
-  ABLATE_RETURN_IF_ERROR(rope_backward<float>(ctx_, dq_, dq_, rope_, b_, t_, nh, hd));
-  ABLATE_RETURN_IF_ERROR(rope_backward<float>(ctx_, dk_, dk_, rope_, b_, t_, nh, hd));
-  const float* dq_raw = dq_;
-  const float* dk_raw = dk_;
-  if (m_.qk_norm) {
-    ABLATE_RETURN_IF_ERROR(rmsnorm_backward<bf16>(ctx_, dq_raw_, dq_, a.q_raw, a.q_rstd, n_ * nh,
-                                                  hd, Output::kOverwrite));
-    ABLATE_RETURN_IF_ERROR(rmsnorm_backward<bf16>(ctx_, dk_raw_, dk_, a.k_raw, a.k_rstd, n_ * nh,
-                                                  hd, Output::kOverwrite));
-    dq_raw = dq_raw_;
-    dk_raw = dk_raw_;
-  }
   Result<const float*> dv_raw = ValueMixBackward(i, a);
   if (!dv_raw.ok()) return dv_raw.error();
-  ABLATE_RETURN_IF_ERROR(merge_qkv(ctx_, qkv_, dq_raw, dk_raw, *dv_raw, n_, c));
+  // One pass from attention's gradients to the product's: RoPE's transpose, the qk-norm
+  // backward and the merge into d(qkv).
+  QkvBackwardArgs q;
+  q.dqkv = qkv_;
+  q.dq = dq_;
+  q.dk = dk_;
+  q.dv = *dv_raw;
+  q.q_raw = a.q_raw;
+  q.k_raw = a.k_raw;
+  q.q_rstd = a.q_rstd;
+  q.k_rstd = a.k_rstd;
+  q.n = n_;
+  q.t = t_;
+  q.nh = nh;
+  q.hd = hd;
+  q.qk_norm = m_.qk_norm;
+  ABLATE_RETURN_IF_ERROR(qkv_backward(ctx_, q, rope_));
   ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx_, dln_, G(o.qkv), qkv_, a.ln1, W(o.qkv), n_, c,
                                                 3 * c, Output::kOverwrite));
   return rmsnorm_backward<float>(ctx_, dx_, dln_, a.x_in, a.rstd1, n_, c, Output::kAdd);
@@ -148,11 +152,9 @@ Status Gpt::ShortcutBackward(int64_t i, LayerActs& a) {
   const float* lam = P(blocks_[i].lambdas);
   float* dlam = G(blocks_[i].lambdas);
   MixGrads g{dtmp_, Output::kOverwrite, dx0_, Output::kAdd, {dlam, 1.f}, {dlam + 1, 1.f}};
-  ABLATE_RETURN_IF_ERROR(
-      residual_mix_backward<float, float>(ctx_, g, dx_, a.x_pre,
-                                          MixWeight::Param(lam).RoundedIf(StreamRounding()), x0_,
-                                          MixWeight::Param(lam + 1).RoundedIf(StreamRounding()),
-                                          n_ * m_.model_dim));
+  ABLATE_RETURN_IF_ERROR(residual_mix_backward<float, float>(
+      ctx_, g, dx_, a.x_pre, MixWeight::Param(lam).RoundedIf(StreamRounding()), x0_,
+      MixWeight::Param(lam + 1).RoundedIf(StreamRounding()), n_ * m_.model_dim));
   std::swap(dx_, dtmp_);
   return {};
 }

@@ -9,31 +9,11 @@
 #include "trainer/config/result.h"
 #include "trainer/cpu/output.h"
 #include "trainer/cuda/cuda_context.h"
+#include "trainer/cuda/mix_weight.h"
 
 namespace ablate::cuda {
 
 using cpu::Output;
-using cpu::Rounding;
-
-// A mixing weight: offset + scale · *ptr, read on the device (ptr null: the constant offset),
-// rounded to bf16 when `bf16` (a 0-dim fp32 tensor times a bf16 stream tensor; the backward uses
-// the same rounded value).
-struct MixWeight {
-  const float* ptr = nullptr;
-  float scale = 1.f;
-  float offset = 0.f;
-  bool bf16 = false;
-
-  MixWeight RoundedIf(Rounding r) const {
-    MixWeight w = *this;
-    w.bf16 = r == Rounding::kBf16;
-    return w;
-  }
-
-  static MixWeight Constant(float v) { return {nullptr, 0.f, v}; }
-  static MixWeight Param(const float* p) { return {p, 1.f, 0.f}; }
-  static MixWeight OneMinus(const float* p) { return {p, -1.f, 1.f}; }  // 1 − *p
-};
 
 // Where a weight's gradient goes: *ptr += scale · Σ dout·operand (ptr null: not wanted).
 struct GradTarget {
