@@ -5,6 +5,7 @@
 // bf16, or computed from bf16-rounded intermediates, 1e-2 to 2e-2 (bf16 keeps 8 bits).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "tests/trainer/cuda_test_util.h"
@@ -256,6 +257,39 @@ TEST_F(CudaOps, ResidualMixBackwardMatchesCpu) {
     EXPECT_LT(RelError(d_dx.Get(), dx), 1e-6);
     EXPECT_LT(RelError(d_gw.Get(), want_gw), 1e-4);
   }
+}
+
+// At the size of a stream (many elements per thread of the fixed grid): the weights' gradients
+// against sums in double, and the same bits on a second run (the fixed grid's promise).
+TEST_F(CudaOps, ResidualMixBackwardSumsAStreamDeterministically) {
+  int64_t n = 3000017;  // over eleven passes of the fixed grid, not a multiple of it
+  std::vector<float> w = {0.7f, -0.4f};
+  std::vector<float> x = Random(n), y = Random(n), dout = Random(n);
+  DeviceTensor<float> d_w(ctx(), w), d_x(ctx(), x), d_y(ctx(), y), d_dout(ctx(), dout),
+      d_dx(ctx(), n), d_gw(ctx(), std::vector<float>{0.f, 0.f});
+  cuda::MixGrads g{d_dx.get(),        cpu::Output::kOverwrite, nullptr,
+                   cpu::Output::kAdd, {d_gw.get(), 1.f},       {d_gw.get() + 1, 1.f}};
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    d_gw.Set(std::vector<float>{0.f, 0.f});
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::residual_mix_backward<float, float>(
+                   ctx(), g, d_dout.get(), d_x.get(), cuda::MixWeight::Param(d_w.get()), d_y.get(),
+                   cuda::MixWeight::Param(d_w.get() + 1), n));
+    runs.push_back(d_gw.Get());
+  }
+  double sx = 0, sy = 0, scale = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    sx += double(dout[i]) * x[i];
+    sy += double(dout[i]) * y[i];
+    scale += std::fabs(double(dout[i]) * x[i]);
+  }
+  // fp32 partials of ~11 terms, then trees: far inside 1e-6 of the sum of magnitudes.
+  EXPECT_NEAR(runs[0][0], sx, 1e-6 * scale);
+  EXPECT_NEAR(runs[0][1], sy, 1e-6 * scale);
+  EXPECT_EQ(runs[0], runs[1]);
+  std::vector<float> dx = d_dx.Get();
+  for (int64_t i = 0; i < n; i += 9973) ASSERT_EQ(dx[i], w[0] * dout[i]) << i;
 }
 
 TEST_F(CudaOps, MlpActivationMatchesCpu) {

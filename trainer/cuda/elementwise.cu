@@ -143,8 +143,10 @@ __global__ void RoundBf16Kernel(float* x, int64_t n) {
 }
 
 // Fixed grid for the weight-gradient sums: the partials of block k always cover the same
-// elements, so the result is the same on every run and every GPU.
-constexpr int kMixBlocks = 256;
+// elements, so the result is the same on every run and every GPU. 1,024 blocks of 256 threads
+// fill an H100 or H200 (132 SMs × 2,048 threads); the 256 of before left three quarters of each
+// SM's threads idle on these memory-bound passes (NOTES.md item 10).
+constexpr int kMixBlocks = 1024;
 
 template <class TX, class TY>
 __global__ void __launch_bounds__(kThreads)
