@@ -10,12 +10,12 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
-#include <iostream>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "tests/util/sqlite_query.h"
@@ -36,8 +36,9 @@ std::string Spec(const std::string& name, int iterations, int seeds, int max_att
          std::to_string(iterations) +
          ", val_every: 5, val_tokens: 4096}}\n"
          "seeds: " +
-         std::to_string(seeds) + "\ngpus_per_run: 0\ndataset: debian-text\nmax_attempts: " +
-         std::to_string(max_attempts) + "\n" + ablations;
+         std::to_string(seeds) +
+         "\ngpus_per_run: 0\ndataset: debian-text\nmax_attempts: " + std::to_string(max_attempts) +
+         "\n" + ablations;
 }
 
 constexpr const char* kFiveAblations = R"(ablations:
@@ -52,9 +53,9 @@ class E2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string data = root_.path() + "/datasets/debian-text";
-    ProcessResult r = RunProcess({"/bin/bash", ABLATE_SOURCE_DIR "/tests/data/make_debian_text.sh",
-                                  data},
-                                 {{"ABLATE_DATA", ABLATE_DATA_BIN}}, 120s);
+    ProcessResult r =
+        RunProcess({"/bin/bash", ABLATE_SOURCE_DIR "/tests/data/make_debian_text.sh", data},
+                   {{"ABLATE_DATA", ABLATE_DATA_BIN}}, 120s);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     StartCoordinator("127.0.0.1:0");
   }
@@ -73,9 +74,9 @@ class E2eTest : public ::testing::Test {
     fs::remove(root_.path() + "/port");
     coordinator_ = std::make_unique<Subprocess>(
         std::vector<std::string>{ABLATE_COORDINATOR_BIN, "--listen", listen, "--data-dir",
-                                 root_.path(), "--port-file", root_.path() + "/port",
-                                 "--lease-ms", lease_ms_, "--heartbeat-ms", "200",
-                                 "--cancel-grace-ms", "2000", "--http", "127.0.0.1:0"},
+                                 root_.path(), "--port-file", root_.path() + "/port", "--lease-ms",
+                                 lease_ms_, "--heartbeat-ms", "200", "--cancel-grace-ms", "2000",
+                                 "--http", "127.0.0.1:0"},
         root_.path());
     for (int i = 0; i < 500 && !fs::exists(root_.path() + "/port"); ++i) {
       std::this_thread::sleep_for(20ms);
@@ -87,11 +88,23 @@ class E2eTest : public ::testing::Test {
   std::unique_ptr<Subprocess> StartWorker(const std::string& name, int slots,
                                           const std::string& trainer = ABLATE_TRAIN_BIN,
                                           std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir",
-                                     root_.path() + "/work-" + name, "--data-dir",
-                                     root_.path() + "/datasets", "--cpu-slots",
-                                     std::to_string(slots), "--gpus", "none", "--name", name,
-                                     "--trainer", trainer, "--grace-ms", "2000"};
+    std::vector<std::string> argv = {ABLATE_WORKER_BIN,
+                                     "--coordinator",
+                                     address_,
+                                     "--work-dir",
+                                     root_.path() + "/work-" + name,
+                                     "--data-dir",
+                                     root_.path() + "/datasets",
+                                     "--cpu-slots",
+                                     std::to_string(slots),
+                                     "--gpus",
+                                     "none",
+                                     "--name",
+                                     name,
+                                     "--trainer",
+                                     trainer,
+                                     "--grace-ms",
+                                     "2000"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<Subprocess>(argv, root_.path());
   }
@@ -102,11 +115,25 @@ class E2eTest : public ::testing::Test {
   std::unique_ptr<Subprocess> StartRelativeWorker(const std::string& name, const std::string& cwd,
                                                   const std::string& to_root) {
     fs::create_directories(cwd);
-    std::vector<std::string> argv = {
-        ABLATE_WORKER_BIN, "--coordinator", address_, "--work-dir", to_root + "work-" + name,
-        "--data-dir", to_root + "datasets", "--checkpoint-dir", to_root + "shared-checkpoints",
-        "--cpu-slots", "1", "--gpus", "none", "--name", name, "--trainer", ABLATE_TRAIN_BIN,
-        "--grace-ms", "2000"};
+    std::vector<std::string> argv = {ABLATE_WORKER_BIN,
+                                     "--coordinator",
+                                     address_,
+                                     "--work-dir",
+                                     to_root + "work-" + name,
+                                     "--data-dir",
+                                     to_root + "datasets",
+                                     "--checkpoint-dir",
+                                     to_root + "shared-checkpoints",
+                                     "--cpu-slots",
+                                     "1",
+                                     "--gpus",
+                                     "none",
+                                     "--name",
+                                     name,
+                                     "--trainer",
+                                     ABLATE_TRAIN_BIN,
+                                     "--grace-ms",
+                                     "2000"};
     return std::make_unique<Subprocess>(argv, root_.path(), std::map<std::string, std::string>{},
                                         cwd);
   }
@@ -159,6 +186,8 @@ class E2eTest : public ::testing::Test {
     sqlite3* db = nullptr;
     std::string path = root_.path() + "/ablate.db";
     sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    // The coordinator writes while tests read: wait out its lock instead of reading -1.
+    sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt* st = nullptr;
     std::string sql = "SELECT count(*), count(DISTINCT step) FROM metrics WHERE run_id = " +
                       std::to_string(run_id);
@@ -201,7 +230,8 @@ TEST_F(E2eTest, SweepOfSixVariantsOnTwoWorkersCompletes) {
   WaitSweep(1, "SWEEP_SUCCEEDED", 600s);
   std::set<std::string> used;
   for (int id = 1; id <= 12; ++id) {
-    json run = WaitRun(id, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 30s);
+    json run = WaitRun(
+        id, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 30s);
     EXPECT_EQ(run["summary"]["steps"], "12");
     // Below the loss of a uniform guess over the 512-token byte vocabulary.
     EXPECT_LT(run["summary"]["final_val_loss"].get<double>(), std::log(512.0));
@@ -310,9 +340,9 @@ TEST_F(E2eTest, AMachineSlowedPartWayConfoundsTheTimeVerdicts) {
               "  - {name: attn-scale-012, set: {attn_scale: 0.12}}\n"));
   std::set<int> slowed;
   for (int id = 1; id <= 12; ++id) {
-    const int is_softcap = Count(
-        "SELECT count(*) FROM runs r JOIN variants v ON v.id = r.variant_id WHERE r.id = " +
-        std::to_string(id) + " AND v.name = 'softcap-15'");
+    const int is_softcap =
+        Count("SELECT count(*) FROM runs r JOIN variants v ON v.id = r.variant_id WHERE r.id = " +
+              std::to_string(id) + " AND v.name = 'softcap-15'");
     if (is_softcap == 1) slowed.insert(id);
   }
   ASSERT_EQ(slowed.size(), 4u) << "softcap-15's runs";
@@ -337,7 +367,8 @@ TEST_F(E2eTest, AMachineSlowedPartWayConfoundsTheTimeVerdicts) {
     EXPECT_NE(v.dump().find("confounded: machine speed changed during the sweep; "
                             "steps-to-target is the trustworthy measure"),
               std::string::npos)
-        << v["name"] << "\n" << text.out;
+        << v["name"] << "\n"
+        << text.out;
   }
   EXPECT_EQ(ablations, 2) << compare.dump();
   EXPECT_NE(text.out.find("confound check: variants that do identical work per step"),
@@ -347,14 +378,19 @@ TEST_F(E2eTest, AMachineSlowedPartWayConfoundsTheTimeVerdicts) {
 
 TEST_F(E2eTest, PartitionedWorkerCannotWriteAfterItsLease) {
   auto a = StartWorker("a", 1);
-  Submit(Spec("partition", 40, 1));
-  WaitRun(1, [&](const json& r) { return Is(r, "RUN_RUNNING") && MetricRows(1).first > 2; },
-          60s);
+  // 120 steps: the run must still be going when the poll below sees it, and each poll spawns
+  // the CLI, which on a loaded 2-core CI machine took long enough that a 40-step run (7 s)
+  // finished unseen.
+  Submit(Spec("partition", 120, 1));
+  WaitRun(
+      1, [&](const json& r) { return Is(r, "RUN_RUNNING") && MetricRows(1).first > 2; }, 60s);
   a->Signal(SIGSTOP);  // a partition: the process and its trainer stay, but say nothing
   auto b = StartWorker("b", 1);
-  WaitRun(1, [](const json& r) { return r["worker_id"] == "b"; }, 60s);
+  WaitRun(
+      1, [](const json& r) { return r["worker_id"] == "b"; }, 60s);
   a->Signal(SIGCONT);  // back: its buffered points and result belong to a superseded attempt
-  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
+  json run = WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
   EXPECT_EQ(run["worker_id"], "b");
   EXPECT_EQ(run["attempts_used"], 0);
   ASSERT_EQ(run["attempts"].size(), 2u);
@@ -362,9 +398,9 @@ TEST_F(E2eTest, PartitionedWorkerCannotWriteAfterItsLease) {
   // The current attempt's curve is whole and single; the stale attempt added nothing after
   // it was superseded (its rows are from before the partition only).
   int current = AttemptMetricRows(run["attempts"][1]["id"].get<std::string>());
-  EXPECT_EQ(current, 41);
+  EXPECT_EQ(current, 121);
   std::this_thread::sleep_for(1s);
-  EXPECT_EQ(AttemptMetricRows(run["attempts"][1]["id"].get<std::string>()), 41);
+  EXPECT_EQ(AttemptMetricRows(run["attempts"][1]["id"].get<std::string>()), 121);
 }
 
 TEST_F(E2eTest, WorkerWithWrongTokenIsRefused) {
@@ -384,10 +420,10 @@ TEST_F(E2eTest, WorkerWithWrongTokenIsRefused) {
   }
   std::string port = ReadFile(root_.path() + "/port");
   address_ = "127.0.0.1:" + port.substr(0, port.find('\n'));
-  auto bad = StartWorker("bad", 1, ABLATE_TRAIN_BIN,
-                         {"--token-file", root_.path() + "/wrong.token"});
-  auto good = StartWorker("good", 1, ABLATE_TRAIN_BIN,
-                          {"--token-file", root_.path() + "/worker.token"});
+  auto bad =
+      StartWorker("bad", 1, ABLATE_TRAIN_BIN, {"--token-file", root_.path() + "/wrong.token"});
+  auto good =
+      StartWorker("good", 1, ABLATE_TRAIN_BIN, {"--token-file", root_.path() + "/worker.token"});
   for (int i = 0; i < 100; ++i) {
     json w = CliJson({"workers"});
     if (w.is_object() && w["workers"].size() == 1) break;
@@ -403,11 +439,13 @@ TEST_F(E2eTest, WorkerWithWrongTokenIsRefused) {
 TEST_F(E2eTest, LostWorkerRequeuesWithoutUsingRetryBudget) {
   auto a = StartWorker("a", 1);
   Submit(Spec("lost", 40, 1));
-  WaitRun(1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
+  WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
   a->Signal(SIGKILL);
   a->Wait(10s);
   auto b = StartWorker("b", 1);
-  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
+  json run = WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
   EXPECT_EQ(run["worker_id"], "b");
   EXPECT_EQ(run["attempts_used"], 0);
   ASSERT_EQ(run["attempts"].size(), 2u);
@@ -421,14 +459,15 @@ TEST_F(E2eTest, CoordinatorRestartLosesNoPointAndDoublesNone) {
   std::string fixed = address_;
   auto w = StartWorker("w", 1);
   Submit(Spec("restart", 60, 1));
-  WaitRun(1, [&](const json& r) { return Is(r, "RUN_RUNNING") && MetricRows(1).first > 3; },
-          60s);
+  WaitRun(
+      1, [&](const json& r) { return Is(r, "RUN_RUNNING") && MetricRows(1).first > 3; }, 60s);
   coordinator_->Signal(SIGKILL);
   coordinator_->Wait(10s);
   std::this_thread::sleep_for(500ms);  // the trainer keeps going; the worker buffers points
   StartCoordinator(fixed);
   ASSERT_EQ(address_, fixed);
-  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
+  json run = WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
   EXPECT_EQ(run["attempts"].size(), 1u) << "the run must not restart";
   EXPECT_EQ(MetricRows(1), std::make_pair(61, 61));  // steps 0..60, each once
 }
@@ -439,7 +478,8 @@ TEST_F(E2eTest, TrainerFailuresUseTheRetryBudget) {
   fs::permissions(fake, fs::perms::owner_all);
   auto w = StartWorker("w", 1, fake);
   Submit(Spec("fails", 10, 1, /*max_attempts=*/2));
-  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_FAILED"); }, 60s);
+  json run = WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_FAILED"); }, 60s);
   EXPECT_EQ(run["attempts_used"], 2);
   ASSERT_EQ(run["attempts"].size(), 2u) << run["attempts"].dump(1);
   EXPECT_EQ(run["attempts"][1]["exit_code"], 1);
@@ -451,7 +491,8 @@ TEST_F(E2eTest, TrainerFailuresUseTheRetryBudget) {
 TEST_F(E2eTest, CancelStopsTheTrainer) {
   auto w = StartWorker("w", 1);
   Submit(Spec("cancel", 5000, 2));
-  WaitRun(1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
+  WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
   ProcessResult c = Cli({"cancel", "1"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   json run = WaitRun(
@@ -502,7 +543,8 @@ TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
   auto last_stored = [&] { return Count("SELECT COALESCE(MAX(step), -1) FROM metrics"); };
   // A checkpoint past the untimed steps, so that a's part of the training time is not zero (on a
   // slow machine, such as the sanitizer build's, the first one after 1 s can come before).
-  const json submitted = WaitRun(1, [](const json&) { return true; }, 10s);
+  const json submitted = WaitRun(
+      1, [](const json&) { return true; }, 10s);
   const int untimed = json::parse(submitted["config_json"].get<std::string>())["untimed_steps"];
   ASSERT_LT(untimed + 2, steps);
   auto deadline = std::chrono::steady_clock::now() + 180s;
@@ -517,7 +559,8 @@ TEST_F(E2eTest, RequeuedRunResumesFromTheCheckpointOnAnotherWorker) {
   a->Signal(SIGKILL);  // the trainer dies with it (PR_SET_PDEATHSIG)
   a->Wait(10s);
   auto b = StartRelativeWorker("b", root_.path() + "/elsewhere", "../");
-  json run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 300s);
+  json run = WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 300s);
   ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
   EXPECT_EQ(run["attempts"][0]["worker_id"], "a");
   EXPECT_EQ(run["attempts"][0]["state"], "lost");
@@ -572,25 +615,29 @@ TEST_F(E2eLongLeaseTest, WorkerGivenSigtermReleasesItsRunAtOnceUncharged) {
   // charged attempt would fail the run).
   auto a = StartWorker("a", 1);
   Submit(Spec("sigterm", 60, 1, /*max_attempts=*/1));
-  WaitRun(1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
+  WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_RUNNING"); }, 60s);
   const auto stopped_at = std::chrono::steady_clock::now();
   a->Signal(SIGTERM);
-  json run = WaitRun(1, [](const json& r) {
-    return !r["attempts"].empty() && r["attempts"][0]["state"] != "running";
-  }, 60s);
+  json run = WaitRun(
+      1,
+      [](const json& r) {
+        return !r["attempts"].empty() && r["attempts"][0]["state"] != "running";
+      },
+      60s);
   EXPECT_LT(std::chrono::steady_clock::now() - stopped_at, 45s)
       << "requeued by the lease (120 s), not by the worker's release";
   ASSERT_EQ(run["attempts"][0]["state"], "lost") << run.dump();
   EXPECT_EQ(run["state"], "RUN_QUEUED") << run.dump();
   EXPECT_EQ(run["attempts_used"], 0) << "a released attempt is not charged";
   EXPECT_TRUE(a->Wait(30s)) << "the worker did not exit after SIGTERM";
-  EXPECT_NE(a->Stderr().find("releasing 1 attempt(s) (worker received SIGTERM)"),
-            std::string::npos)
+  EXPECT_NE(a->Stderr().find("releasing 1 attempt(s) (worker received SIGTERM)"), std::string::npos)
       << a->Stderr();
   EXPECT_NE(coordinator_->Stderr().find("released (worker received SIGTERM)"), std::string::npos)
       << coordinator_->Stderr();
   auto b = StartWorker("b", 1);
-  run = WaitRun(1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
+  run = WaitRun(
+      1, [](const json& r) { return Is(r, "RUN_SUCCEEDED"); }, 240s);
   EXPECT_EQ(run["worker_id"], "b");
   EXPECT_EQ(run["attempts_used"], 0);
   ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
