@@ -2,6 +2,7 @@
 // embedding gathers and their backward, and the chunked head with its loss.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <string>
 
 #include "bench/trainer_gpu/op_rows.h"
@@ -38,28 +39,35 @@ std::vector<int32_t> ZipfIds(int64_t n, int64_t vocab, uint32_t seed) {
   return ids;
 }
 
-// embedding_backward with the plan of `ids` (BuildEmbeddingPlan, as Gpt::Stage builds it).
+// embedding_backward with the plan of `ids` (BuildEmbeddingPlan, packed as Gpt::Stage packs it).
 void EmbeddingBackwardRow(CudaContext& ctx, OpTable& table, const std::string& name,
                           const std::vector<int32_t>& ids, float* dtable, const float* dout,
-                          int64_t c, PerStep per) {
+                          int64_t c, PerStep per, int32_t segment_rows = kEmbeddingSegmentRows) {
   int64_t n = int64_t(ids.size());
-  EmbeddingPlan plan = BuildEmbeddingPlan(ids.data(), n);
+  EmbeddingPlan plan = BuildEmbeddingPlan(ids.data(), n, segment_rows);
+  std::vector<int32_t> packed(static_cast<size_t>(PackedEmbeddingPlanInts(n)));
+  int64_t ints = PackEmbeddingPlan(plan, packed.data());
+  DeviceBuffer<int32_t> d_plan = Buffer<int32_t>(ints, "plan");
+  Check(ctx.ToDevice(d_plan.get(), packed.data(), ints * 4), "plan");
+  DeviceEmbeddingPlan dp = DeviceEmbeddingPlanAt(d_plan.get(), plan);
+  int64_t partial_rows = EmbeddingPartialRows(n);
+  DeviceBuffer<float> partials = Buffer<float>(partial_rows * c, "partial sums");
   int64_t u = int64_t(plan.ids.size());
-  DeviceBuffer<int32_t> d_ids = Buffer<int32_t>(u, "plan ids"),
-                        offsets = Buffer<int32_t>(u + 1, "plan offsets"),
-                        positions = Buffer<int32_t>(n, "plan positions");
-  Check(ctx.ToDevice(d_ids.get(), plan.ids.data(), u * 4), "plan ids");
-  Check(ctx.ToDevice(offsets.get(), plan.offsets.data(), (u + 1) * 4), "plan offsets");
-  Check(ctx.ToDevice(positions.get(), plan.positions.data(), n * 4), "plan positions");
-  DeviceEmbeddingPlan dp{d_ids.get(), offsets.get(), positions.get(), u};
-  // dout's rows, each distinct id's table row read and written, and the plan.
-  double bytes = double(n) * double(c) * 4 + double(u) * double(c) * 8 + double(2 * u + 1 + n) * 4;
-  MemRow(ctx, table, name + " (" + std::to_string(u) + " ids)", bytes, per,
-         [&] { return embedding_backward(ctx, dtable, dout, dp, c); });
+  // dout's rows, each distinct id's table row read and written, the partial rows written and
+  // read, and the plan.
+  double bytes = double(n) * double(c) * 4 + double(u) * double(c) * 8 +
+                 double(dp.partial_rows) * double(c) * 8 + double(ints) * 4;
+  MemRow(
+      ctx, table, name + " (" + std::to_string(u) + " ids, " + std::to_string(dp.multi) + " split)",
+      bytes, per,
+      [&] { return embedding_backward(ctx, dtable, dout, dp, c, partials.get(), partial_rows); });
 }
 
-// One Gpt::Stage of `tokens` into pinned `h` and device `d` (both 5N + 1 + N per distinct window),
-// through the copies' completion.
+// Where StageOnce puts things in its pinned and device buffers, as Gpt::Stage's StagingLayout.
+int64_t StagedLo(int64_t n, int64_t slot) { return 2 * n + PackedEmbeddingPlanInts(n) + slot * n; }
+
+// One Gpt::Stage of `tokens` into pinned `h` and device `d` (both StagedLo(N, distinct windows)
+// ints), through the copies' completion.
 Status StageOnce(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t>& tokens,
                  const std::vector<int64_t>& distinct, int32_t* h, int32_t* d) {
   int64_t n = s.b * s.t, tp1 = s.t + 1, slots = int64_t(distinct.size());
@@ -71,15 +79,10 @@ Status StageOnce(CudaContext& ctx, const StepSetup& s, const std::vector<int32_t
   }
   ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d, h, 2 * n * 4));
   EmbeddingPlan plan = BuildEmbeddingPlan(h, n);
-  int64_t u = int64_t(plan.ids.size());
-  std::copy(plan.ids.begin(), plan.ids.end(), h + 2 * n);
-  std::copy(plan.positions.begin(), plan.positions.end(), h + 3 * n);
-  std::copy(plan.offsets.begin(), plan.offsets.end(), h + 4 * n);
-  ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d + 2 * n, h + 2 * n, u * 4));
-  ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d + 3 * n, h + 3 * n, n * 4));
-  ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d + 4 * n, h + 4 * n, (u + 1) * 4));
+  int64_t ints = PackEmbeddingPlan(plan, h + 2 * n);
+  ABLATE_RETURN_IF_ERROR(ctx.ToDevice(d + 2 * n, h + 2 * n, ints * 4));
   for (int64_t w = 0; w < slots; ++w) {
-    int32_t* lo = h + 5 * n + 1 + w * n;
+    int32_t* lo = h + StagedLo(n, w);
     cpu::AttentionMask mask{s.m.doc_masking, s.m.bos_token, distinct[size_t(w)],
                             s.m.window.block_tokens};
     cpu::attention_key_start(lo, tokens.data(), tp1, s.b, s.t, mask);
@@ -108,9 +111,14 @@ void BenchEmbedding(CudaContext& ctx, OpTable& table, const StepSetup& s, const 
   // EmbedBackward and each value-embedding layer's ValueMixBackward.
   EmbeddingBackwardRow(ctx, table, "embedding bwd, the step's ids", inputs, dtable.get(),
                        dout.get(), c, {1 + k.ve});
-  EmbeddingBackwardRow(ctx, table, "embedding bwd, Zipf-like ids", ZipfIds(n, rows, 54),
-                       dtable.get(), dout.get(), c,
-                       {1 + k.ve, "text-like ids; the step's are uniform"});
+  std::vector<int32_t> zipf = ZipfIds(n, rows, 54);
+  EmbeddingBackwardRow(ctx, table, "embedding bwd, Zipf-like ids", zipf, dtable.get(), dout.get(),
+                       c, {1 + k.ve, "text-like ids; the step's are uniform"});
+  // The backward as it was before segments (one block column per id, its rows summed by one
+  // thread each): NOTES item 11's prediction is this row's ms against the one above.
+  EmbeddingBackwardRow(ctx, table, "embedding bwd, Zipf-like ids, unsplit", zipf, dtable.get(),
+                       dout.get(), c, {1 + k.ve, "the backward before segments (item 11)"},
+                       std::numeric_limits<int32_t>::max());
 }
 
 // Gpt::Stage's work for one micro-batch (trainer/cuda/gpt.cc), done the same way: inputs and
@@ -124,8 +132,8 @@ void BenchStaging(CudaContext& ctx, OpTable& table, const StepSetup& s,
   std::vector<int64_t> distinct = AttentionWindows(s.m, windows);
   int64_t slots = int64_t(distinct.size());
   PinnedBuffer<int32_t> host;
-  Check(host.Allocate(5 * n + 1 + slots * n, "staging"), "staging");
-  DeviceBuffer<int32_t> dev = Buffer<int32_t>(5 * n + 1 + slots * n, "staged inputs");
+  Check(host.Allocate(StagedLo(n, slots), "staging"), "staging");
+  DeviceBuffer<int32_t> dev = Buffer<int32_t>(StagedLo(n, slots), "staged inputs");
   auto stage = [&] { return StageOnce(ctx, s, tokens, distinct, host.get(), dev.get()); };
   std::vector<double> ms;
   Status st = stage();  // warm-up

@@ -5,10 +5,15 @@
 // bf16, or computed from bf16-rounded intermediates, 1e-2 to 2e-2 (bf16 keeps 8 bits).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/trainer/cuda_test_util.h"
+#include "tests/trainer/embedding_reference.h"
 #include "trainer/cpu/embedding.h"
 #include "trainer/cpu/matmul.h"
 #include "trainer/cpu/mlp_act.h"
@@ -38,6 +43,37 @@ using testing::RoundBf16;
 
 class CudaOps : public testing::CudaTest {};
 
+// The embedding backward of `idx` on the device: the same bits as the host in the plan's order
+// (testing::EmbeddingBackwardInPlanOrder), the same bits again on a second run, and within
+// float rounding of the CPU twin's scatter-add.
+void CheckEmbeddingBackward(cuda::CudaContext& ctx, const std::vector<int32_t>& idx, int64_t ve,
+                            int64_t c) {
+  int64_t n = int64_t(idx.size());
+  SCOPED_TRACE("N " + std::to_string(n) + ", C " + std::to_string(c));
+  std::vector<float> dout = Random(n * c), dtable = Random(ve * c);
+  cuda::EmbeddingPlan plan = cuda::BuildEmbeddingPlan(idx.data(), n);
+  std::vector<int32_t> packed(static_cast<size_t>(cuda::PackedEmbeddingPlanInts(n)));
+  packed.resize(size_t(cuda::PackEmbeddingPlan(plan, packed.data())));
+  DeviceTensor<int32_t> d_plan(ctx, packed);
+  cuda::DeviceEmbeddingPlan dplan = cuda::DeviceEmbeddingPlanAt(d_plan.get(), plan);
+  int64_t partial_rows = cuda::EmbeddingPartialRows(n);
+  DeviceTensor<float> d_dout(ctx, dout), partials(ctx, partial_rows * c);
+  std::vector<float> got[2];
+  for (std::vector<float>& g : got) {
+    DeviceTensor<float> d_dtable(ctx, dtable);
+    partials.Poison();
+    ABLATE_EXPECT_OP(ctx, cuda::embedding_backward(ctx, d_dtable.get(), d_dout.get(), dplan, c,
+                                                   partials.get(), partial_rows));
+    g = d_dtable.Get();
+  }
+  EXPECT_EQ(got[0], got[1]) << "a second run gave other bits";
+  std::vector<float> ordered = dtable, twin = dtable;
+  testing::EmbeddingBackwardInPlanOrder(ordered, dout, plan, c);
+  EXPECT_EQ(got[0], ordered) << "not the plan's order of sums";
+  cpu::embedding_backward(twin.data(), dout.data(), idx.data(), n, c);
+  EXPECT_LT(RelError(got[0], twin), 1e-5);
+}
+
 TEST_F(CudaOps, EmbeddingForwardGathersAndBackwardSumsPerId) {
   int64_t ve = 50, c = 96, n = 300;
   std::vector<float> table = Random(ve * c);
@@ -51,16 +87,24 @@ TEST_F(CudaOps, EmbeddingForwardGathersAndBackwardSumsPerId) {
   cpu::embedding_forward(want.data(), table.data(), idx.data(), n, c);
   EXPECT_EQ(d_out.Get(), want);
 
-  std::vector<float> dout = Random(n * c), dtable = Random(ve * c);
-  cuda::EmbeddingPlan plan = cuda::BuildEmbeddingPlan(idx.data(), n);
-  DeviceTensor<int32_t> ids(ctx(), plan.ids), offsets(ctx(), plan.offsets),
-      positions(ctx(), plan.positions);
-  DeviceTensor<float> d_dtable(ctx(), dtable), d_dout(ctx(), dout);
-  cuda::DeviceEmbeddingPlan dplan{ids.get(), offsets.get(), positions.get(),
-                                  int64_t(plan.ids.size())};
-  ABLATE_EXPECT_OP(ctx(), cuda::embedding_backward(ctx(), d_dtable.get(), d_dout.get(), dplan, c));
-  cpu::embedding_backward(dtable.data(), dout.data(), idx.data(), n, c);
-  EXPECT_LT(RelError(d_dtable.Get(), dtable), 1e-6);
+  CheckEmbeddingBackward(ctx(), idx, ve, c);
+}
+
+// Ids as text has them: the most frequent ones take hundreds of rows, so their rows are cut into
+// segments and merged by the second pass; ids of exactly one and just over one segment; C over
+// one block of channels with a partial last one.
+TEST_F(CudaOps, EmbeddingBackwardSplitsFrequentIdsAndKeepsItsBits) {
+  CheckEmbeddingBackward(ctx(), testing::ZipfLikeIds(20000, 5000, 61), 5000, 96);
+  CheckEmbeddingBackward(ctx(), testing::ZipfLikeIds(3000, 700, 62), 700, 300);
+  std::vector<int32_t> edges;
+  const int32_t r = cuda::kEmbeddingSegmentRows;
+  for (auto [id, rows] :
+       {std::pair{3, r}, std::pair{1, r + 1}, std::pair{4, 2 * r + 1}, std::pair{0, 1}}) {
+    edges.insert(edges.end(), size_t(rows), id);  // one segment, two, three, a single row
+  }
+  std::mt19937 rng(63);
+  std::shuffle(edges.begin(), edges.end(), rng);
+  CheckEmbeddingBackward(ctx(), edges, 5, 257);
 }
 
 // One forward of each storage combination against the CPU on the same (rounded) input.

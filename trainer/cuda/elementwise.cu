@@ -1,16 +1,19 @@
-// Memory-bound ops: embedding gather/scatter, RMSNorm, RoPE, stream mixes, the MLP activation
-// and layout/precision conversions. Each is one pass over its tensors with fp32 arithmetic;
-// rows that need a reduction (RMSNorm) get one warp each. Multiply-adds are written as fmaf, so
-// that the fused q/k/v kernels (qkv_kernels.cuh), which spell them the same, give the same bits
-// whatever the compiler would contract.
+// Memory-bound ops: the embedding gather (its backward's kernels: embedding_kernels.cuh),
+// RMSNorm, RoPE, stream mixes, the MLP activation and layout/precision conversions. Each is one
+// pass over its tensors with fp32 arithmetic; rows that need a reduction (RMSNorm) get one warp
+// each. Multiply-adds are written as fmaf, so that the fused q/k/v kernels (qkv_kernels.cuh),
+// which spell them the same, give the same bits whatever the compiler would contract.
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "trainer/cuda/convert.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/embedding.h"
+#include "trainer/cuda/embedding_kernels.cuh"
 #include "trainer/cuda/kernel_util.cuh"
 #include "trainer/cuda/mlp_act.h"
+#include "trainer/cuda/mma_primitives.cuh"
 #include "trainer/cuda/residual.h"
 #include "trainer/cuda/rmsnorm.h"
 #include "trainer/cuda/rope.h"
@@ -37,18 +40,6 @@ __global__ void EmbeddingForwardKernel(float* out, const float* table, const int
     int64_t row = i / c;
     out[i] = table[int64_t(idx[row]) * c + (i - row * c)];
   }
-}
-
-// Block (u, y): channels [y·blockDim, (y+1)·blockDim) of id ids[u].
-__global__ void EmbeddingBackwardKernel(float* dtable, const float* dout, const int32_t* ids,
-                                        const int32_t* offsets, const int32_t* positions,
-                                        int64_t c) {
-  int64_t u = blockIdx.x;
-  int64_t j = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
-  if (j >= c) return;
-  float sum = 0.f;
-  for (int32_t p = offsets[u]; p < offsets[u + 1]; ++p) sum += dout[int64_t(positions[p]) * c + j];
-  dtable[int64_t(ids[u]) * c + j] += sum;
 }
 
 // ---- RMSNorm ------------------------------------------------------------------------------
@@ -260,12 +251,24 @@ Status embedding_forward(CudaContext& ctx, float* out, const float* table, const
 }
 
 Status embedding_backward(CudaContext& ctx, float* dtable, const float* dout,
-                          const DeviceEmbeddingPlan& plan, int64_t c) {
-  if (plan.unique == 0 || c == 0) return {};
-  dim3 grid(unsigned(plan.unique), unsigned((c + kThreads - 1) / kThreads));
-  EmbeddingBackwardKernel<<<grid, kThreads, 0, ctx.stream()>>>(dtable, dout, plan.ids, plan.offsets,
-                                                               plan.positions, c);
-  ABLATE_CUDA_LAUNCH_CHECK("EmbeddingBackwardKernel");
+                          const DeviceEmbeddingPlan& plan, int64_t c, float* partials,
+                          int64_t partial_capacity) {
+  if (plan.segments == 0 || c == 0) return {};
+  if (plan.partial_rows > partial_capacity) {
+    return Error{"embedding_backward: the plan needs " + std::to_string(plan.partial_rows) +
+                     " partial-sum rows, the buffer holds " + std::to_string(partial_capacity),
+                 ""};
+  }
+  namespace ek = embedding_kernels;
+  ek::BackwardArgs args{dtable, dout, partials, plan, c};
+  ek::SegmentSumKernel<DevicePrimitives>
+      <<<dim3(unsigned(plan.segments), ek::ChannelBlocks(c)), ek::kThreads, 0, ctx.stream()>>>(
+          args);
+  ABLATE_CUDA_LAUNCH_CHECK("SegmentSumKernel");
+  if (plan.multi == 0) return {};
+  ek::MergeSegmentsKernel<DevicePrimitives>
+      <<<dim3(unsigned(plan.multi), ek::ChannelBlocks(c)), ek::kThreads, 0, ctx.stream()>>>(args);
+  ABLATE_CUDA_LAUNCH_CHECK("MergeSegmentsKernel");
   return {};
 }
 

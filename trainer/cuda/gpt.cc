@@ -61,10 +61,8 @@ struct StagingLayout {
   int64_t n;
   int64_t inputs() const { return 0; }
   int64_t targets() const { return n; }
-  int64_t ids() const { return 2 * n; }
-  int64_t positions() const { return 3 * n; }
-  int64_t offsets() const { return 4 * n; }
-  int64_t lo(int64_t slot) const { return 5 * n + 1 + slot * n; }
+  int64_t plan() const { return 2 * n; }
+  int64_t lo(int64_t slot) const { return plan() + PackedEmbeddingPlanInts(n) + slot * n; }
   int64_t total(int64_t layers) const { return lo(layers); }
 };
 
@@ -122,9 +120,9 @@ Status Gpt::AllocateAll() {
   ABLATE_RETURN_IF_ERROR(RefreshWeights());
   ABLATE_RETURN_IF_ERROR(Alloc(&inputs_, bt, "inputs"));
   ABLATE_RETURN_IF_ERROR(Alloc(&targets_, bt, "targets"));
-  ABLATE_RETURN_IF_ERROR(Alloc(&plan_ids_, bt, "embedding plan"));
-  ABLATE_RETURN_IF_ERROR(Alloc(&plan_offsets_, bt + 1, "embedding plan"));
-  ABLATE_RETURN_IF_ERROR(Alloc(&plan_positions_, bt, "embedding plan"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&plan_packed_, PackedEmbeddingPlanInts(bt), "embedding plan"));
+  ABLATE_RETURN_IF_ERROR(
+      Alloc(&embed_partials_, EmbeddingPartialRows(bt) * c, "embedding backward partial sums"));
   for (Staging& st : staging_) {
     ABLATE_RETURN_IF_ERROR(
         st.host.Allocate(StagingLayout{bt}.total(m_.n_layer), "the input staging buffer"));
@@ -256,14 +254,9 @@ Status Gpt::Stage(const int32_t* tokens, const std::vector<int64_t>& windows, bo
   ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(targets_, targets, n_ * 4));
   if (train) {
     EmbeddingPlan plan = BuildEmbeddingPlan(inputs, n_);
-    int64_t u = int64_t(plan.ids.size());
-    std::copy(plan.ids.begin(), plan.ids.end(), host + at.ids());
-    std::copy(plan.positions.begin(), plan.positions.end(), host + at.positions());
-    std::copy(plan.offsets.begin(), plan.offsets.end(), host + at.offsets());
-    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_ids_, host + at.ids(), u * 4));
-    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_offsets_, host + at.offsets(), (u + 1) * 4));
-    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_positions_, host + at.positions(), n_ * 4));
-    plan_ = {plan_ids_, plan_offsets_, plan_positions_, u};
+    int64_t ints = PackEmbeddingPlan(plan, host + at.plan());
+    ABLATE_RETURN_IF_ERROR(ctx_.ToDevice(plan_packed_, host + at.plan(), ints * 4));
+    plan_ = DeviceEmbeddingPlanAt(plan_packed_, plan);
   }
   std::vector<int64_t> staged;  // window of each filled slot
   for (int64_t i = 0; i < m_.n_layer; ++i) {

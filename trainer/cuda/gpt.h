@@ -148,9 +148,10 @@ class Gpt {
   Staging staging_[2];
   int64_t stages_ = 0;
   int32_t *inputs_ = nullptr, *targets_ = nullptr;
-  int32_t *plan_ids_ = nullptr, *plan_offsets_ = nullptr, *plan_positions_ = nullptr;
+  int32_t* plan_packed_ = nullptr;  // (PackedEmbeddingPlanInts(BT)): the embedding backward's plan
   DeviceEmbeddingPlan plan_;
-  std::vector<int32_t*> lo_slots_;  // (n_layer) × (B, T): one per distinct window in a forward
+  float* embed_partials_ = nullptr;  // (EmbeddingPartialRows(BT), C): its segments' partial sums
+  std::vector<int32_t*> lo_slots_;   // (n_layer) × (B, T): one per distinct window in a forward
 
   // Activations.
   float *emb_ = nullptr, *emb_rstd_ = nullptr, *x0_ = nullptr;  // (BT, C), (BT), (BT, C)

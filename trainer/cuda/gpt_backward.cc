@@ -140,7 +140,8 @@ Result<const float*> Gpt::ValueMixBackward(int64_t i, LayerActs& a) {
         residual_mix_backward<bf16, float>(ctx_, g, dv_, a.v_raw, MixWeight::Param(lam),
                                            has_ve ? ve_ : nullptr, MixWeight::Param(lam + 1), nc));
     if (has_ve) {
-      ABLATE_RETURN_IF_ERROR(embedding_backward(ctx_, G(o.ve_table), dve_, plan_, m_.model_dim));
+      ABLATE_RETURN_IF_ERROR(embedding_backward(ctx_, G(o.ve_table), dve_, plan_, m_.model_dim,
+                                                embed_partials_, EmbeddingPartialRows(n_)));
     }
     return static_cast<const float*>(dv_raw_);
   }
@@ -176,7 +177,8 @@ Status Gpt::EmbedBackward() {
         rmsnorm_backward<float>(ctx_, dtmp_, dx0_, emb_, emb_rstd_, n_, c, Output::kOverwrite));
     demb = dtmp_;
   }
-  return embedding_backward(ctx_, G(embed_), demb, plan_, c);
+  return embedding_backward(ctx_, G(embed_), demb, plan_, c, embed_partials_,
+                            EmbeddingPartialRows(n_));
 }
 
 }  // namespace ablate::cuda
