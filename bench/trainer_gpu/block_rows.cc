@@ -284,17 +284,30 @@ void BenchNorms(CudaContext& ctx, OpTable& table, const StepSetup& s, const Laye
          {2 * k.qk_norm * k.attention, kFused}, [&] {
            return rmsnorm_forward<bf16, bf16>(ctx, y.get(), rstd.get(), xb.get(), n * nh, hd);
          });
-  // ln2 (MlpBackward) and ln1 (AttentionBackward), added into dx.
-  MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 +=", nc * 16 + rows * 4, {k.layers + k.attention},
-         [&] {
+  // ln2 (MlpBackward) and ln1 (AttentionBackward), added into dx; those whose dx is next read
+  // as bf16 write its bf16 copy too (trainer/cuda/dx_copy_plan.h).
+  MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 +=", nc * 16 + rows * 4,
+         {k.layers + k.attention - k.dx_copy_norms}, [&] {
            return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
                                           Output::kAdd);
          });
-  // The final norm (Backward) and the embedding norm (EmbedBackward).
-  MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 =", nc * 12 + rows * 4, {1 + k.embed_norm}, [&] {
-    return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
-                                   Output::kOverwrite);
-  });
+  MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 +=, and dx's bf16 copy", nc * 18 + rows * 4,
+         {k.dx_copy_norms}, [&] {
+           return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
+                                          Output::kAdd, y.get());
+         });
+  // The final norm (Backward; with dx's bf16 copy when the last MLP reads it next) and the
+  // embedding norm (EmbedBackward).
+  MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 =", nc * 12 + rows * 4,
+         {1 - k.dx_copy_final + k.embed_norm}, [&] {
+           return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
+                                          Output::kOverwrite);
+         });
+  MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 =, and dx's bf16 copy", nc * 14 + rows * 4,
+         {k.dx_copy_final}, [&] {
+           return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
+                                          Output::kOverwrite, y.get());
+         });
   // qk-norm of dq and of dk (AttentionBackward), now inside the fused qkv pass.
   MemRow(ctx, table, "rmsnorm bwd (N·NH,HD) bf16 x, fp32 = (qk-norm)", nc * 10 + heads * 4,
          {2 * k.qk_norm * k.attention, kFused}, [&] {
@@ -323,32 +336,51 @@ void BenchStreamOps(CudaContext& ctx, OpTable& table, const StepSetup& s, const 
   const float* p = lam.p.get();
   float* g = lam.g.get();
   double b = double(nc);
-  // BlockForward: the U-Net skip in, the x0 shortcut; gpt_backward.cc AddInto: each dskip into
-  // dx (BlockBackward), dx into dx0 (Backward), d(v1) into layer 0's (value residual).
-  MemRow(ctx, table, "mix fp32 (N,C) a·x + b·y", b * 12,
-         {k.skip_in + k.shortcut + k.skip_out + 1 + k.value_residual}, [&] {
-           return residual_mix_forward<float, float, float>(
-               ctx, dx.get(), x.get(), MixWeight::Param(p), y.get(), MixWeight::Param(p + 1), nc);
-         });
+  // BlockForward: the U-Net skip in, the x0 shortcut.
+  MemRow(ctx, table, "mix fp32 (N,C) a·x + b·y", b * 12, {k.skip_in + k.shortcut}, [&] {
+    return residual_mix_forward<float, float, float>(ctx, dx.get(), x.get(), MixWeight::Param(p),
+                                                     y.get(), MixWeight::Param(p + 1), nc);
+  });
+  // gpt_backward.cc: dx into dx0 (Backward, with the shortcut), d(v1) into layer 0's (value
+  // residual); each dskip into dx, with dx's bf16 copy (BlockBackward).
+  MemRow(ctx, table, "add fp32 (N,C) +=", b * 12, {(k.shortcut > 0) + k.value_residual},
+         [&] { return add_into(ctx, dx.get(), x.get(), nc); });
+  MemRow(ctx, table, "add fp32 (N,C) +=, and the bf16 copy", b * 14, {k.skip_out},
+         [&] { return add_into(ctx, dx.get(), x.get(), nc, xb.get()); });
   // CopyDevice before the proj and mlp products add into the stream (AttentionForward,
   // MlpForward).
   MemRow(ctx, table, "copy fp32 (N,C) device to device", b * 8, {k.attention + k.layers},
          [&] { return CopyOnDevice(ctx, dx.get(), x.get(), nc); });
-  // Backward: dx0, d(v1) and each dskip zeroed.
-  MemRow(ctx, table, "memset fp32 (N,C)", b * 4, {1 + k.value_residual + k.skip_out},
+  // Backward zeroed dx0, d(v1) and each dskip; now their first writers overwrite them.
+  MemRow(ctx, table, "memset fp32 (N,C)", b * 4,
+         {(k.shortcut > 0) + k.value_residual + k.skip_out, "replaced by the first writer's ="},
          [&]() -> Status {
            ABLATE_CUDA_CHECK(cudaMemsetAsync(dx.get(), 0, size_t(nc) * 4, ctx.stream()));
            return {};
          });
-  // dx before the mlp and proj backward products (MlpBackward, AttentionBackward).
-  MemRow(ctx, table, "to_bf16 (N,C)", b * 6, {k.layers + k.attention},
+  // dx before the mlp and proj backward products (MlpBackward, AttentionBackward), now written
+  // by dx's writers as they store dx.
+  MemRow(ctx, table, "to_bf16 (N,C)", b * 6,
+         {k.layers + k.attention, "written by dx's writers (the bf16 copy rows)"},
          [&] { return to_bf16(ctx, xb.get(), x.get(), nc); });
-  // ShortcutBackward: dx = λ0·dout, dx0 += λ1·dout, both λ gradients.
-  MemRow(ctx, table, "shortcut bwd fp32 (N,C): dx =, dx0 +=, dλ", b * 24, {k.shortcut}, [&] {
-    MixGrads mg{dx.get(), Output::kOverwrite, dy.get(), Output::kAdd, {g, 1.f}, {g + 1, 1.f}};
-    return residual_mix_backward<float, float>(ctx, mg, dout.get(), x.get(), MixWeight::Param(p),
-                                               y.get(), MixWeight::Param(p + 1), nc);
-  });
+  // ShortcutBackward: dx = λ0·dout, dx0 += λ1·dout, both λ gradients; with dx's bf16 copy when
+  // the next layer's MLP reads it next.
+  MemRow(
+      ctx, table, "shortcut bwd fp32 (N,C): dx =, dx0 +=, dλ", b * 24,
+      {k.shortcut - k.dx_copy_shortcuts}, [&] {
+        MixGrads mg{dx.get(), Output::kOverwrite, dy.get(), Output::kAdd, {g, 1.f}, {g + 1, 1.f}};
+        return residual_mix_backward<float, float>(ctx, mg, dout.get(), x.get(),
+                                                   MixWeight::Param(p), y.get(),
+                                                   MixWeight::Param(p + 1), nc);
+      });
+  MemRow(ctx, table, "shortcut bwd fp32 (N,C), and dx's bf16 copy", b * 26, {k.dx_copy_shortcuts},
+         [&] {
+           MixGrads mg{dx.get(), Output::kOverwrite, dy.get(), Output::kAdd,
+                       {g, 1.f}, {g + 1, 1.f},       xb.get()};
+           return residual_mix_backward<float, float>(ctx, mg, dout.get(), x.get(),
+                                                      MixWeight::Param(p), y.get(),
+                                                      MixWeight::Param(p + 1), nc);
+         });
   // SkipBackward: dskip += w·dout and dw; the kernel reads x although da is not asked for.
   MemRow(ctx, table, "skip bwd fp32 (N,C): dskip +=, dw", b * 20, {k.skip_in}, [&] {
     MixGrads mg{nullptr, Output::kAdd, dy.get(), Output::kAdd, {}, {g + 2, 1.f}};

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "bench/trainer_gpu/bench_common.h"
+#include "trainer/cuda/dx_copy_plan.h"
 
 namespace ablate::cuda::gpu_bench {
 namespace {
@@ -74,6 +75,12 @@ LayerCounts CountLayers(const ModelConfig& m) {
   k.embed_norm = m.embed_norm ? 1 : 0;
   k.qk_norm = m.qk_norm ? 1 : 0;
   k.value_residual = m.value_residual ? 1 : 0;
+  DxCopyPlan dx = PlanDxCopies(m);
+  for (int64_t i = 0; i < m.n_layer; ++i) {
+    k.dx_copy_norms += int(dx.mlp_norm[size_t(i)]) + int(dx.attention_norm[size_t(i)]);
+    k.dx_copy_shortcuts += int(dx.shortcut[size_t(i)]);
+  }
+  k.dx_copy_final = dx.final_norm ? 1 : 0;
   return k;
 }
 

@@ -61,6 +61,10 @@ struct LayerCounts {
   int embed_norm = 0;      // 0 or 1
   int qk_norm = 0;         // 0 or 1
   int value_residual = 0;  // 0 or 1
+  // Writers of the backward's dx that also write its bf16 copy (trainer/cuda/dx_copy_plan.h).
+  int dx_copy_norms = 0;      // the MLP's and attention's norm backwards (+=)
+  int dx_copy_shortcuts = 0;  // the shortcut mixes' backwards
+  int dx_copy_final = 0;      // the final norm's backward (=): 0 or 1
 };
 
 // m's counts.

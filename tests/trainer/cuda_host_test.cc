@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "trainer/config/knob_schema.h"
+#include "trainer/config/presets.h"
 #include "trainer/cuda/device_layout.h"
+#include "trainer/cuda/dx_copy_plan.h"
 #include "trainer/cuda/embedding.h"
 #include "trainer/model/model_config.h"
 #include "trainer/train/event_sink.h"
@@ -59,6 +61,73 @@ ModelConfig Config(const nlohmann::json& overrides) {
   Result<nlohmann::json> canonical = CanonicalizeConfig(c);
   EXPECT_TRUE(canonical.ok()) << canonical.error().message;
   return *ModelConfig::FromCanonical(*canonical);
+}
+
+// Replays the CUDA backward's order of the ops that touch dx (dx_copy_plan.h, gpt_backward.cc)
+// with the plan's choices: every bf16 read of dx must find the copy its last writer wrote, and no
+// copy may be written that is overwritten or left unread. Returns "" or the first fault.
+std::string ReplayDxCopies(const ModelConfig& m) {
+  cuda::DxCopyPlan p = cuda::PlanDxCopies(m);
+  bool copy = false, unread = false;
+  std::string fault;
+  auto write = [&](bool with_copy, const std::string& who) {
+    if (unread && fault.empty()) fault = who + " overwrites a copy nothing read";
+    copy = unread = with_copy;
+  };
+  auto read = [&](const std::string& who) {
+    if (!copy && fault.empty()) fault = who + " reads dx as bf16 without a copy";
+    unread = false;
+  };
+  write(p.final_norm, "the final norm");
+  int64_t half = m.n_layer / 2;
+  for (int64_t i = m.n_layer - 1; i >= 0; --i) {
+    std::string layer = "layer " + std::to_string(i) + "'s ";
+    if (m.unet_skips && i < half) write(true, layer + "skip add");
+    read(layer + "mlp");
+    write(p.mlp_norm[size_t(i)], layer + "mlp norm");
+    if (m.HasAttention(i)) {
+      read(layer + "attention");
+      write(p.attention_norm[size_t(i)], layer + "attention norm");
+    } else if (p.attention_norm[size_t(i)] && fault.empty()) {
+      fault = layer + "attention norm has a copy but the layer has no attention";
+    }
+    if (m.embed_shortcut) {
+      write(p.shortcut[size_t(i)], layer + "shortcut");
+    } else if (p.shortcut[size_t(i)] && fault.empty()) {
+      fault = layer + "shortcut has a copy but there is no shortcut";
+    }
+  }
+  if (unread && fault.empty()) fault = "a copy is left unread after layer 0";
+  return fault;
+}
+
+TEST(DxCopyPlan, EveryBf16ReadOfDxFindsItsCopyAndNoneIsWasted) {
+  int cases = 0;
+  for (const Preset& preset : AllPresets()) {
+    Result<nlohmann::json> c = PresetConfig(preset.name, Scale::kFull);
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    ModelConfig m = *ModelConfig::FromCanonical(*c);
+    EXPECT_EQ(ReplayDxCopies(m), "") << preset.name;
+    ++cases;
+  }
+  EXPECT_GE(cases, 5);
+  for (int64_t layers : {2, 4, 6}) {
+    for (int knobs = 0; knobs < 4; ++knobs) {
+      bool unet = knobs & 1, shortcut = knobs & 2;
+      // No layer without attention, the first, the last, and all but the first.
+      std::vector<int64_t> all_but_first;
+      for (int64_t i = 1; i < layers; ++i) all_but_first.push_back(i);
+      for (const std::vector<int64_t>& skipped :
+           {std::vector<int64_t>{}, {0}, {layers - 1}, all_but_first}) {
+        ModelConfig m = Config({{"n_layer", layers},
+                                {"unet_skips", unet},
+                                {"embed_shortcut", shortcut},
+                                {"skip_attn_layers", skipped}});
+        EXPECT_EQ(ReplayDxCopies(m), "") << layers << " layers, unet " << unet << ", shortcut "
+                                         << shortcut << ", " << skipped.size() << " skipped";
+      }
+    }
+  }
 }
 
 // d = 12: a (d, d) matrix is 144 elements, not a multiple of 64, so padding shows.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -334,6 +335,48 @@ TEST_F(CudaOps, ResidualMixBackwardSumsAStreamDeterministically) {
   EXPECT_EQ(runs[0], runs[1]);
   std::vector<float> dx = d_dx.Get();
   for (int64_t i = 0; i < n; i += 9973) ASSERT_EQ(dx[i], w[0] * dout[i]) << i;
+}
+
+// The stream gradient's writers (stream_kernels.cuh) with the bf16 copy of dx they write for the
+// next bf16 GEMM (gpt_backward.cc, NOTES.md item 12): dx the same bits as without the copy, and
+// the copy the bits to_bf16 gives. The copy's buffer starts poisoned.
+TEST_F(CudaOps, StreamGradientWritersWriteTheBf16CopyToBf16Would) {
+  int64_t n = 300, c = 768, nc = n * c;
+  std::vector<float> x = Random(nc, -2.f, 2.f), dout = Random(nc), start = Random(nc);
+  std::vector<float> ignored(static_cast<size_t>(nc)), rstd(static_cast<size_t>(n));
+  cpu::rmsnorm_forward<float>(ignored.data(), rstd.data(), x.data(), n, c);
+  DeviceTensor<float> d_x(ctx(), x), d_dout(ctx(), dout), d_rstd(ctx(), rstd),
+      d_w(ctx(), std::vector<float>{0.7f, -0.4f}), d_gw(ctx(), std::vector<float>{0.f, 0.f});
+  DeviceTensor<bf16> d_copy(ctx(), nc), d_want(ctx(), nc);
+  auto check = [&](const char* what, const std::function<Status(float*, bf16*)>& write) {
+    SCOPED_TRACE(what);
+    DeviceTensor<float> plain(ctx(), start), copied(ctx(), start);
+    d_copy.Poison();
+    ABLATE_EXPECT_OP(ctx(), write(plain.get(), nullptr));
+    ABLATE_EXPECT_OP(ctx(), write(copied.get(), d_copy.get()));
+    ABLATE_EXPECT_OP(ctx(), cuda::to_bf16(ctx(), d_want.get(), copied.get(), nc));
+    EXPECT_EQ(copied.Get(), plain.Get()) << "dx differs when the copy is written too";
+    EXPECT_EQ(d_copy.Get(), d_want.Get()) << "the copy is not to_bf16(dx)";
+  };
+  for (cpu::Output mode : {cpu::Output::kAdd, cpu::Output::kOverwrite}) {
+    check(mode == cpu::Output::kAdd ? "rmsnorm bwd +=" : "rmsnorm bwd =", [&](float* dx, bf16* b) {
+      return cuda::rmsnorm_backward<float>(ctx(), dx, d_dout.get(), d_x.get(), d_rstd.get(), n, c,
+                                           mode, b);
+    });
+  }
+  check("mix bwd dx =", [&](float* dx, bf16* b) {
+    cuda::MixGrads g{dx, cpu::Output::kOverwrite, nullptr, cpu::Output::kAdd, {d_gw.get(), 1.f}, {},
+                     b};
+    return cuda::residual_mix_backward<float, float>(ctx(), g, d_dout.get(), d_x.get(),
+                                                     cuda::MixWeight::Param(d_w.get()), nullptr,
+                                                     cuda::MixWeight{}, nc);
+  });
+  check("add", [&](float* dx, bf16* b) { return cuda::add_into(ctx(), dx, d_dout.get(), nc, b); });
+  std::vector<float> sum = start;
+  for (int64_t i = 0; i < nc; ++i) sum[i] += dout[i];
+  DeviceTensor<float> added(ctx(), start);
+  ABLATE_EXPECT_OP(ctx(), cuda::add_into(ctx(), added.get(), d_dout.get(), nc));
+  EXPECT_EQ(added.Get(), sum) << "add_into is not the exact fp32 sum";
 }
 
 TEST_F(CudaOps, MlpActivationMatchesCpu) {

@@ -25,11 +25,7 @@
 #include <cstdint>
 
 #include "trainer/cuda/dtype.h"
-
-// Host compilers (the emulator's build) have no launch bounds.
-#ifndef __CUDACC__
-#define __launch_bounds__(...)
-#endif
+#include "trainer/cuda/policy_util.cuh"
 
 namespace ablate::cuda::mma_attention {
 

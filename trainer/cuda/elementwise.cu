@@ -1,8 +1,10 @@
 // Memory-bound ops: the embedding gather (its backward's kernels: embedding_kernels.cuh),
-// RMSNorm, RoPE, stream mixes, the MLP activation and layout/precision conversions. Each is one
-// pass over its tensors with fp32 arithmetic; rows that need a reduction (RMSNorm) get one warp
-// each. Multiply-adds are written as fmaf, so that the fused q/k/v kernels (qkv_kernels.cuh),
-// which spell them the same, give the same bits whatever the compiler would contract.
+// RMSNorm (the backward's kernels, with the mix backward's and the gradient add's:
+// stream_kernels.cuh), RoPE, stream mixes, the MLP activation and layout/precision conversions.
+// Each is one pass over its tensors with fp32 arithmetic; rows that need a reduction (RMSNorm) get
+// one warp each. Multiply-adds are written as fmaf, so that the fused q/k/v kernels
+// (qkv_kernels.cuh), which spell them the same, give the same bits whatever the compiler would
+// contract.
 #include <cmath>
 #include <string>
 #include <utility>
@@ -14,14 +16,17 @@
 #include "trainer/cuda/kernel_util.cuh"
 #include "trainer/cuda/mlp_act.h"
 #include "trainer/cuda/mma_primitives.cuh"
+#include "trainer/cuda/policy_util.cuh"
 #include "trainer/cuda/residual.h"
 #include "trainer/cuda/rmsnorm.h"
 #include "trainer/cuda/rope.h"
+#include "trainer/cuda/stream_kernels.cuh"
 
 namespace ablate::cuda {
 namespace {
 
-using kernel::BlockSum;
+namespace sk = stream_kernels;
+
 using kernel::FromFloat;
 using kernel::GlobalThread;
 using kernel::GridFor;
@@ -62,27 +67,6 @@ __global__ void RmsNormForwardKernel(TOut* out, float* rstd, const TIn* inp, int
   if (lane == 0) rstd[row] = r;
 }
 
-// dx = r·dy − r³·x·(dy·x)/C.
-template <class TIn>
-__global__ void RmsNormBackwardKernel(float* dinp, const float* dout, const TIn* inp,
-                                      const float* rstd, int64_t n, int64_t c, bool add) {
-  int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  int lane = threadIdx.x % 32;
-  if (row >= n) return;
-  const TIn* x = inp + row * c;
-  const float* dy = dout + row * c;
-  float dot = 0.f;
-  for (int64_t j = lane; j < c; j += 32) dot = fmaf(dy[j], ToFloat(x[j]), dot);
-  dot = WarpSum(dot);
-  float r = rstd[row];
-  float k = r * r * r * dot / float(c);
-  float* dx = dinp + row * c;
-  for (int64_t j = lane; j < c; j += 32) {
-    float g = fmaf(r, dy[j], -k * ToFloat(x[j]));
-    dx[j] = add ? dx[j] + g : g;
-  }
-}
-
 // ---- RoPE ---------------------------------------------------------------------------------
 
 // One thread per rotated pair; sign = +1 rotates, −1 applies the transpose.
@@ -103,24 +87,18 @@ __global__ void RopeKernel(T* out, const T* inp, const float* cos_t, const float
 
 // ---- Stream mixes -------------------------------------------------------------------------
 
-__device__ __forceinline__ float RoundBf16(float v) {
-  return __bfloat162float(__float2bfloat16(v));  // round to nearest even
-}
-
-__device__ __forceinline__ float Weight(const MixWeight& w) {
-  float v = w.ptr != nullptr ? w.offset + w.scale * *w.ptr : w.offset;
-  return w.bf16 ? RoundBf16(v) : v;
-}
+using policy::Bf16Round;
+using policy::WeightOf;
 
 template <class TOut, class TX, class TY>
 __global__ void MixForwardKernel(TOut* out, const TX* x, MixWeight a, const TY* y, MixWeight b,
                                  int64_t n, bool bf16_stream) {
-  float av = Weight(a), bv = y != nullptr ? Weight(b) : 0.f;
+  float av = WeightOf(a), bv = y != nullptr ? WeightOf(b) : 0.f;
   for (int64_t i = GlobalThread(); i < n; i += GridStride()) {
     float v;
     if (bf16_stream) {
-      v = RoundBf16(av * ToFloat(x[i]));
-      if (y != nullptr) v = RoundBf16(v + RoundBf16(bv * ToFloat(y[i])));
+      v = Bf16Round(av * ToFloat(x[i]));
+      if (y != nullptr) v = Bf16Round(v + Bf16Round(bv * ToFloat(y[i])));
     } else {
       v = av * ToFloat(x[i]);
       if (y != nullptr) v = fmaf(bv, ToFloat(y[i]), v);
@@ -130,49 +108,7 @@ __global__ void MixForwardKernel(TOut* out, const TX* x, MixWeight a, const TY* 
 }
 
 __global__ void RoundBf16Kernel(float* x, int64_t n) {
-  for (int64_t i = GlobalThread(); i < n; i += GridStride()) x[i] = RoundBf16(x[i]);
-}
-
-// Fixed grid for the weight-gradient sums: the partials of block k always cover the same
-// elements, so the result is the same on every run and every GPU. 1,024 blocks of 256 threads
-// fill an H100 or H200 (132 SMs × 2,048 threads); the 256 of before left three quarters of each
-// SM's threads idle on these memory-bound passes (NOTES.md item 10).
-constexpr int kMixBlocks = 1024;
-
-template <class TX, class TY>
-__global__ void __launch_bounds__(kThreads)
-    MixBackwardKernel(MixGrads g, const float* dout, const TX* x, MixWeight a, const TY* y,
-                      MixWeight b, int64_t n, float* partial) {
-  __shared__ float shared[32];
-  float av = Weight(a), bv = y != nullptr ? Weight(b) : 0.f;
-  float sx = 0.f, sy = 0.f;
-  bool dx_add = g.dx_mode == Output::kAdd, dy_add = g.dy_mode == Output::kAdd;
-  for (int64_t i = GlobalThread(); i < n; i += GridStride()) {
-    float d = dout[i];
-    sx += d * ToFloat(x[i]);
-    if (y != nullptr) sy += d * ToFloat(y[i]);
-    if (g.dx != nullptr) g.dx[i] = (dx_add ? g.dx[i] : 0.f) + av * d;
-    if (g.dy != nullptr) g.dy[i] = (dy_add ? g.dy[i] : 0.f) + bv * d;
-  }
-  sx = BlockSum(sx, shared);
-  sy = BlockSum(sy, shared);
-  if (threadIdx.x == 0) {
-    partial[blockIdx.x] = sx;
-    partial[kMixBlocks + blockIdx.x] = sy;
-  }
-}
-
-// One block of kMixBlocks threads: thread k adds partial k, then thread 0 updates the targets
-// (da first, then db, so da and db may name the same parameter).
-__global__ void __launch_bounds__(kMixBlocks)
-    MixFinalizeKernel(const float* partial, GradTarget da, GradTarget db) {
-  __shared__ float shared[32];
-  float sx = BlockSum(partial[threadIdx.x], shared);
-  float sy = BlockSum(partial[kMixBlocks + threadIdx.x], shared);
-  if (threadIdx.x == 0) {
-    if (da.ptr != nullptr) *da.ptr += da.scale * sx;
-    if (db.ptr != nullptr) *db.ptr += db.scale * sy;
-  }
+  for (int64_t i = GlobalThread(); i < n; i += GridStride()) x[i] = Bf16Round(x[i]);
 }
 
 // ---- MLP activation -----------------------------------------------------------------------
@@ -284,10 +220,11 @@ Status rmsnorm_forward(CudaContext& ctx, TOut* out, float* rstd, const TIn* inp,
 
 template <class TIn>
 Status rmsnorm_backward(CudaContext& ctx, float* dinp, const float* dout, const TIn* inp,
-                        const float* rstd, int64_t n, int64_t c, Output mode) {
+                        const float* rstd, int64_t n, int64_t c, Output mode, bf16* dinp_bf16) {
   if (n == 0) return {};
-  RmsNormBackwardKernel<TIn><<<RowBlocks(n), kThreads, 0, ctx.stream()>>>(dinp, dout, inp, rstd, n,
-                                                                          c, mode == Output::kAdd);
+  sk::NormBackwardArgs<TIn> args{dinp, dinp_bf16, dout, inp, rstd, n, c, mode == Output::kAdd};
+  sk::RmsNormBackwardKernel<DevicePrimitives, TIn>
+      <<<sk::RowBlocks(n), sk::kThreads, 0, ctx.stream()>>>(args);
   ABLATE_CUDA_LAUNCH_CHECK("RmsNormBackwardKernel");
   return {};
 }
@@ -356,18 +293,28 @@ Status round_to_bf16(CudaContext& ctx, float* x, int64_t n) {
 template <class TX, class TY>
 Status residual_mix_backward(CudaContext& ctx, const MixGrads& g, const float* dout, const TX* x,
                              MixWeight a, const TY* y, MixWeight b, int64_t n) {
-  static_assert(2 * kMixBlocks <= CudaContext::kReduceScratch);
+  static_assert(2 * sk::kMixBlocks <= CudaContext::kReduceScratch);
   if (n == 0) return {};
   if (y == nullptr && (g.dy != nullptr || g.db.ptr != nullptr)) {
     return Error{"residual_mix_backward: dy or db asked for without y", ""};
   }
-  float* partial = ctx.reduce_scratch();
-  MixBackwardKernel<TX, TY>
-      <<<kMixBlocks, kThreads, 0, ctx.stream()>>>(g, dout, x, a, y, b, n, partial);
+  sk::MixBackwardArgs<TX, TY> args{g, dout, x, a, y, b, n, ctx.reduce_scratch()};
+  sk::MixBackwardKernel<DevicePrimitives, TX, TY>
+      <<<sk::kMixBlocks, sk::kThreads, sk::kSumSmemBytes, ctx.stream()>>>(args);
   ABLATE_CUDA_LAUNCH_CHECK("MixBackwardKernel");
   if (g.da.ptr == nullptr && g.db.ptr == nullptr) return {};
-  MixFinalizeKernel<<<1, kMixBlocks, 0, ctx.stream()>>>(partial, g.da, g.db);
+  sk::MixFinalizeKernel<DevicePrimitives>
+      <<<1, sk::kMixBlocks, sk::kSumSmemBytes, ctx.stream()>>>(args.partial, g.da, g.db);
   ABLATE_CUDA_LAUNCH_CHECK("MixFinalizeKernel");
+  return {};
+}
+
+Status add_into(CudaContext& ctx, float* dst, const float* src, int64_t n, bf16* dst_bf16) {
+  if (n == 0) return {};
+  unsigned blocks = GridFor(n, sk::kThreads);
+  sk::AddArgs args{dst, dst_bf16, src, n, int64_t(blocks) * sk::kThreads};
+  sk::AddKernel<DevicePrimitives><<<blocks, sk::kThreads, 0, ctx.stream()>>>(args);
+  ABLATE_CUDA_LAUNCH_CHECK("AddKernel");
   return {};
 }
 
@@ -417,9 +364,9 @@ template Status rmsnorm_forward<float, bf16>(CudaContext&, bf16*, float*, const 
 template Status rmsnorm_forward<bf16, bf16>(CudaContext&, bf16*, float*, const bf16*, int64_t,
                                             int64_t);
 template Status rmsnorm_backward<float>(CudaContext&, float*, const float*, const float*,
-                                        const float*, int64_t, int64_t, Output);
+                                        const float*, int64_t, int64_t, Output, bf16*);
 template Status rmsnorm_backward<bf16>(CudaContext&, float*, const float*, const bf16*,
-                                       const float*, int64_t, int64_t, Output);
+                                       const float*, int64_t, int64_t, Output, bf16*);
 template Status rope_forward<bf16>(CudaContext&, bf16*, const bf16*, const RopeTable&, int64_t,
                                    int64_t, int64_t, int64_t);
 template Status rope_forward<float>(CudaContext&, float*, const float*, const RopeTable&, int64_t,

@@ -77,6 +77,10 @@ Gpt::Gpt(CudaContext& ctx, const ModelConfig& m, int64_t b, int64_t t)
   head_ = m_.tie_embeddings ? embed_ : dev_.Map(layout_.Offset("lm_head.weight"));
   if (m_.unet_skips) skip_ = dev_.Map(layout_.Offset("skip_weights"));
   first_attn_ = FirstAttentionLayer(m_);
+  for (int64_t i = 0; i < m_.n_layer; ++i) {
+    if (m_.HasAttention(i)) last_attn_ = i;
+  }
+  dx_copies_ = PlanDxCopies(m_);
   layers_.resize(size_t(m_.n_layer));
 }
 
@@ -183,9 +187,11 @@ Status Gpt::AllocateLayer(int64_t i, LayerActs& a) {
 
 Status Gpt::AllocateBackward() {
   int64_t c = m_.model_dim, bt = n_, nc = bt * c;
-  for (float** d : {&dx_, &dtmp_, &dx0_, &dln_, &dq_, &dk_, &dv_, &dv_raw_}) {
+  for (float** d : {&dx_, &dtmp_, &dln_, &dq_, &dk_, &dv_, &dv_raw_}) {
     ABLATE_RETURN_IF_ERROR(Alloc(d, nc, "activation gradients"));
   }
+  // d(x0) sums the shortcuts' gradients; without them it is dx_ itself (gpt_backward.cc).
+  if (m_.embed_shortcut) ABLATE_RETURN_IF_ERROR(Alloc(&dx0_, nc, "d(x0)"));
   if (m_.value_residual) ABLATE_RETURN_IF_ERROR(Alloc(&dv1_, nc, "d(v1)"));
   if (m_.value_embeds > 0) ABLATE_RETURN_IF_ERROR(Alloc(&dve_, nc, "d(value embedding rows)"));
   ABLATE_RETURN_IF_ERROR(Alloc(&dxb_, nc, "bf16 stream gradient"));

@@ -19,6 +19,7 @@
 #include "trainer/cuda/device_buffer.h"
 #include "trainer/cuda/device_layout.h"
 #include "trainer/cuda/dtype.h"
+#include "trainer/cuda/dx_copy_plan.h"
 #include "trainer/cuda/embedding.h"
 #include "trainer/cuda/qkv.h"
 #include "trainer/cuda/residual.h"
@@ -84,6 +85,9 @@ class Gpt {
   Status MoveLoss(float* dst);
   // Per-token losses (B·T) of the last forward (waits for the device).
   Status GetLosses(float* host);
+  // fp32 → bf16 passes over dx that the last backward ran because dx's writer had not written
+  // the bf16 copy too (gpt_backward.cc): 0 for every layer structure the writers know.
+  int64_t dxb_conversions() const { return dxb_conversions_; }
 
  private:
   Gpt(CudaContext& ctx, const ModelConfig& m, int64_t b, int64_t t);
@@ -119,7 +123,12 @@ class Gpt {
   Result<const float*> ValueMixBackward(int64_t i, LayerActs& a);
   Status ShortcutBackward(int64_t i, LayerActs& a);
   Status SkipBackward(int64_t i, LayerActs& a);
-  Status EmbedBackward();
+  Status EmbedBackward(const float* dx0);
+  // dxb_ when `wanted` (else null) for a writer of dx_ to write bf16(dx_) into; records whether
+  // dxb_ then matches dx_.
+  bf16* DxbIf(bool wanted);
+  // dxb_ = bf16(dx_) unless dx_'s last writer wrote it (counted in dxb_conversions_).
+  Status EnsureDxb();
 
   float* P(int64_t off) { return params_ + off; }
   float* G(int64_t off) { return grads_ + off; }
@@ -132,7 +141,7 @@ class Gpt {
   int64_t b_, t_, n_;                 // n_ = b_ * t_
   std::vector<BlockOffsets> blocks_;  // device offsets
   int64_t embed_ = 0, head_ = 0, skip_ = -1;
-  int64_t first_attn_ = -1;
+  int64_t first_attn_ = -1, last_attn_ = -1;
   RopeTable rope_;
 
   std::vector<DeviceBuffer<float>> f32_;
@@ -173,6 +182,9 @@ class Gpt {
   float *dv_raw_ = nullptr, *dve_ = nullptr;
   float* d_rows_ = nullptr;    // (B, NH, T) attention's rowsum(dout ⊙ out)
   std::vector<float*> dskip_;  // (L/2) × (BT, C)
+  DxCopyPlan dx_copies_;       // which writers of dx_ write dxb_ too
+  bool dxb_current_ = false;   // dxb_ = bf16(dx_)
+  int64_t dxb_conversions_ = 0;
   std::function<Status(int64_t)> block_hook_;
   AttentionImpl attention_ = AttentionImpl::kAuto;
 };

@@ -4,9 +4,9 @@
 // P::Block(), P::Smem(), P::Sync() and P::ShflXor().
 //
 // One warp per (row, head): kWarps of them per block, one block per kWarps (row, head) pairs.
-// Lane l holds elements j = l, l + 32, ... of the head, as RmsNormForwardKernel and
-// RmsNormBackwardKernel (elementwise.cu) hold the elements of a row, and sums them in the same
-// order with the same shuffle tree and the same fmaf's, so the results are those of the single
+// Lane l holds elements j = l, l + 32, ... of the head, as RmsNormForwardKernel (elementwise.cu)
+// and RmsNormBackwardKernel (stream_kernels.cuh) hold the elements of a row, and sums them in the
+// same order with the same shuffle tree and the same fmaf's, so the results are those of the single
 // passes bit for bit. RoPE pairs (j, j + HD/2) are exchanged through the warp's row of shared
 // memory (kWarps · HD fp32 of dynamic shared memory per block).
 #ifndef ABLATE_TRAINER_CUDA_QKV_KERNELS_CUH_
@@ -19,12 +19,8 @@
 
 #include "trainer/cpu/rmsnorm.h"
 #include "trainer/cuda/dtype.h"
+#include "trainer/cuda/policy_util.cuh"
 #include "trainer/cuda/qkv.h"
-
-// Host compilers (the emulator's build) have no launch bounds.
-#ifndef __CUDACC__
-#define __launch_bounds__(...)
-#endif
 
 namespace ablate::cuda::qkv_kernels {
 
@@ -34,20 +30,9 @@ constexpr int kThreads = 32 * kWarps;
 // Dynamic shared memory per block for head_dim hd.
 constexpr int SmemBytes(int64_t hd) { return int(kWarps * hd * int64_t(sizeof(float))); }
 
-__host__ __device__ __forceinline__ float Bf16Round(float v) {
-  return __bfloat162float(__float2bfloat16(v));  // round to nearest even
-}
-
-__host__ __device__ __forceinline__ float WeightOf(const MixWeight& w) {
-  float v = w.ptr != nullptr ? w.offset + w.scale * *w.ptr : w.offset;
-  return w.bf16 ? Bf16Round(v) : v;
-}
-
-template <class P>
-__device__ __forceinline__ float WarpTotal(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += P::ShflXor(v, o);
-  return v;
-}
+using policy::Bf16Round;
+using policy::WarpTotal;
+using policy::WeightOf;
 
 // Where warp w of the block works: its (row, head), whether it has one, and its shared row.
 struct Slot {

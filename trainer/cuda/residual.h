@@ -9,27 +9,12 @@
 #include "trainer/config/result.h"
 #include "trainer/cpu/output.h"
 #include "trainer/cuda/cuda_context.h"
+#include "trainer/cuda/dtype.h"
 #include "trainer/cuda/mix_weight.h"
 
 namespace ablate::cuda {
 
 using cpu::Output;
-
-// Where a weight's gradient goes: *ptr += scale · Σ dout·operand (ptr null: not wanted).
-struct GradTarget {
-  float* ptr = nullptr;
-  float scale = 1.f;
-};
-
-// Gradients of out = a·x + b·y: dx (+)= a·dout, dy (+)= b·dout, da and db as GradTargets.
-// Any pointer may be null (y must be non-null when dy or db is).
-struct MixGrads {
-  float* dx = nullptr;
-  Output dx_mode = Output::kAdd;
-  float* dy = nullptr;
-  Output dy_mode = Output::kAdd;
-  GradTarget da, db;
-};
 
 // out (N) = a·x + b·y; y may be null (then out = a·x). out may alias x or y. kBf16 (with
 // weights marked bf16 by the caller): out = bf16(bf16(a·x) + bf16(b·y)), held in TOut.
@@ -48,6 +33,11 @@ Status round_to_bf16(CudaContext& ctx, float* x, int64_t n);
 template <class TX, class TY>
 Status residual_mix_backward(CudaContext& ctx, const MixGrads& g, const float* dout, const TX* x,
                              MixWeight a, const TY* y, MixWeight b, int64_t n);
+
+// dst (N) += src (N); dst_bf16 (N) = bf16(dst) as stored, when non-null. dst may not alias
+// src.
+Status add_into(CudaContext& ctx, float* dst, const float* src, int64_t n,
+                bf16* dst_bf16 = nullptr);
 
 }  // namespace ablate::cuda
 

@@ -9,6 +9,7 @@
 #include "trainer/cpu/output.h"
 #include "trainer/cpu/rmsnorm.h"
 #include "trainer/cuda/cuda_context.h"
+#include "trainer/cuda/dtype.h"
 
 namespace ablate::cuda {
 
@@ -21,10 +22,13 @@ Status rmsnorm_forward(CudaContext& ctx, TOut* out, float* rstd, const TIn* inp,
                        int64_t c);
 
 // dinp (N, C) += gradient through the norm given dout (N, C), the forward's inp and rstd; with
-// Output::kOverwrite, dinp = instead (dinp may then alias dout). TIn is float or bf16.
+// Output::kOverwrite, dinp = instead (dinp may then alias dout). dinp_bf16 (N, C), when non-null,
+// receives bf16(dinp) as stored (the next bf16 GEMM's operand). TIn is float or bf16. Kernel:
+// stream_kernels.cuh.
 template <class TIn>
 Status rmsnorm_backward(CudaContext& ctx, float* dinp, const float* dout, const TIn* inp,
-                        const float* rstd, int64_t n, int64_t c, Output mode = Output::kAdd);
+                        const float* rstd, int64_t n, int64_t c, Output mode = Output::kAdd,
+                        bf16* dinp_bf16 = nullptr);
 
 }  // namespace ablate::cuda
 
