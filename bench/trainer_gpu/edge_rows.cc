@@ -9,6 +9,7 @@
 #include "trainer/cpu/attention.h"
 #include "trainer/cuda/embedding.h"
 #include "trainer/cuda/gpt.h"
+#include "trainer/cuda/head_rows.h"
 #include "trainer/cuda/softcap_cross_entropy.h"
 
 namespace ablate::cuda::gpu_bench {
@@ -149,33 +150,43 @@ void BenchStaging(CudaContext& ctx, OpTable& table, const StepSetup& s,
 
 void BenchHead(CudaContext& ctx, OpTable& table, const StepSetup& s) {
   int64_t n = s.b * s.t, c = s.m.model_dim, v = s.m.vocab_size;
-  int64_t rows = Gpt::HeadChunkRows(n, v), chunks = (n + rows - 1) / rows;
+  HeadRows plan = PlanHeadRows(n, v);
+  // The plan before 2026-12-08 (NOTES item 13): the largest chunk the scratch holds, dW read and
+  // written after every chunk. Both run on the same buffers, sized for the larger of each.
+  int64_t old_rows = std::min(std::max<int64_t>(64, kHeadScratchBytes / (v * 6) / 64 * 64), n);
+  HeadRows per_chunk{old_rows, old_rows};
+  int64_t chunks = (n + plan.chunk - 1) / plan.chunk;
+  int64_t logit_rows = std::max(plan.chunk, old_rows), dlogit_rows = std::max(plan.group, old_rows);
   DeviceBuffer<bf16> x = Filled<bf16>(ctx, n * c, 31, "x"), w = Filled<bf16>(ctx, v * c, 32, "w"),
-                     dlogits = Buffer<bf16>(rows * v, "dlogits");
-  DeviceBuffer<float> logits = Filled<float>(ctx, rows * v, 33, "logits"),
+                     dlogits = Buffer<bf16>(dlogit_rows * v, "dlogits");
+  DeviceBuffer<float> logits = Filled<float>(ctx, logit_rows * v, 33, "logits"),
                       losses = Buffer<float>(n, "l"), dx = Buffer<float>(n * c, "dx"),
                       dw = Filled<float>(ctx, v * c, 34, "dw");
   DeviceBuffer<int32_t> targets = Buffer<int32_t>(n, "targets");
   DeviceBuffer<double> acc = Buffer<double>(1, "loss accumulator");
   std::vector<int32_t> host_targets = Tokens(n, v, 0, 33);
   Check(ctx.ToDevice(targets.get(), host_targets.data(), n * 4), "targets");
-  LmHeadScratch scratch{logits.get(), dlogits.get(), rows};
   table.TryAdd("classifier (rows, V) fused fwd+bwd",
                TryDeviceMs(ctx, 2, 10,
                            [&] {
-                             return softcap_cross_entropy_forward(ctx, losses.get(), dlogits.get(),
-                                                                  logits.get(), targets.get(), rows,
-                                                                  v, s.m.softcap, 1.f / n);
+                             return softcap_cross_entropy_forward(
+                                 ctx, losses.get(), dlogits.get(), logits.get(), targets.get(),
+                                 plan.chunk, v, s.m.softcap, 1.f / n);
                            }),
-               0, double(rows) * v * 10, {int(chunks), "inside the whole head's row"});
-  table.TryAdd("whole head fwd+bwd (N rows, chunked)",
-               TryDeviceMs(ctx, 1, 5,
-                           [&] {
-                             return lm_head_forward_backward(ctx, losses.get(), dx.get(), dw.get(),
-                                                             x.get(), w.get(), targets.get(), n, c,
-                                                             v, s.m.softcap, 1.f / n, scratch);
-                           }),
-               6.0 * n * c * v, 0, {1});
+               0, double(plan.chunk) * v * 10, {int(chunks), "inside the whole head's row"});
+  auto head = [&](const char* name, HeadRows rows, PerStep count) {
+    LmHeadScratch scratch{logits.get(), dlogits.get(), rows.chunk, rows.group};
+    table.TryAdd(name,
+                 TryDeviceMs(ctx, 1, 5,
+                             [&] {
+                               return lm_head_forward_backward(
+                                   ctx, losses.get(), dx.get(), dw.get(), x.get(), w.get(),
+                                   targets.get(), n, c, v, s.m.softcap, 1.f / n, scratch);
+                             }),
+                 6.0 * n * c * v, 0, count);
+  };
+  head("whole head fwd+bwd (N rows; dW per group)", plan, {1});
+  head("whole head fwd+bwd, dW per chunk (before)", per_chunk, {1, "before item 13"});
   // HeadForward.
   MemRow(ctx, table, "loss_accumulate (N) fp32", double(n) * 4, {1},
          [&] { return loss_accumulate(ctx, acc.get(), losses.get(), n, 1); });

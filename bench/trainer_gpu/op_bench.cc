@@ -9,6 +9,7 @@
 #include "bench/trainer_gpu/op_rows.h"
 #include "bench/trainer_gpu/op_table.h"
 #include "trainer/cuda/gpt.h"
+#include "trainer/cuda/head_rows.h"
 #include "trainer/model/window_schedule.h"
 
 namespace ablate::cuda::gpu_bench {
@@ -48,10 +49,12 @@ int BenchOps(CudaContext& ctx, const Options& o, std::optional<double> measured)
   LayerCounts k = CountLayers(s.m);
   std::printf(
       "per-op, N=%lld tokens, C=%lld, F=%lld, V=%lld, %lld heads of %lld, head chunks of %lld "
-      "rows; each row: ms per call, rate, calls per micro-step (forward + backward), ms x calls:\n",
+      "rows in groups of %lld; each row: ms per call, rate, calls per micro-step (forward + "
+      "backward), ms x calls:\n",
       (long long)n, (long long)s.m.model_dim, (long long)s.m.hidden_dim(),
       (long long)s.m.vocab_size, (long long)s.m.n_head, (long long)s.m.head_dim,
-      (long long)Gpt::HeadChunkRows(n, s.m.vocab_size));
+      (long long)PlanHeadRows(n, s.m.vocab_size).chunk,
+      (long long)PlanHeadRows(n, s.m.vocab_size).group);
   std::vector<int32_t> tokens = Tokens(s.b * (s.t + 1), s.m.embed_vocab_size, s.m.bos_token, 41);
   std::vector<int64_t> windows = LayerWindowBlocks(s.m, s.iters / 2, s.iters);
   OpTable table;

@@ -12,6 +12,7 @@
 #include "trainer/cuda/device_layout.h"
 #include "trainer/cuda/dx_copy_plan.h"
 #include "trainer/cuda/embedding.h"
+#include "trainer/cuda/head_rows.h"
 #include "trainer/model/model_config.h"
 #include "trainer/train/event_sink.h"
 #include "trainer/train/trainer.h"
@@ -131,6 +132,31 @@ TEST(DxCopyPlan, EveryBf16ReadOfDxFindsItsCopyAndNoneIsWasted) {
 }
 
 // d = 12: a (d, d) matrix is 144 elements, not a multiple of 64, so padding shows.
+// The head's rows (head_rows.h) at the records' shapes and over a sweep of sizes: within the
+// scratch budget, every chunk fits its group, groups are whole chunks but for one group of all
+// n rows, and dW is read and written no more often than once per chunk of the old plan (the
+// largest chunk the budget holds).
+TEST(HeadRows, FitTheBudgetAndReadDwLessOftenThanOncePerChunk) {
+  cuda::HeadRows r20 = cuda::PlanHeadRows(65536, 50304);
+  EXPECT_EQ(r20.chunk, 2048);
+  EXPECT_EQ(r20.group, 10240);  // 7 dW passes instead of 13
+  for (int64_t v : {300, 4096, 50304, 128256, 262144}) {
+    for (int64_t n : {1, 63, 64, 700, 2048, 2049, 8192, 49152, 65536, 262144}) {
+      cuda::HeadRows r = cuda::PlanHeadRows(n, v);
+      std::string at = "n " + std::to_string(n) + " v " + std::to_string(v);
+      ASSERT_GE(r.chunk, 1) << at;
+      EXPECT_LE(r.chunk, r.group) << at;
+      EXPECT_LE(r.group, n) << at;
+      EXPECT_TRUE(r.group % r.chunk == 0 || r.group == n) << at;
+      EXPECT_TRUE(r.chunk % 64 == 0 || r.chunk == n) << at;
+      EXPECT_LE(r.chunk * v * 4 + r.group * v * 2, cuda::kHeadScratchBytes) << at;
+      int64_t old_chunk = std::min(cuda::kHeadScratchBytes / (v * 6) / 64 * 64, n);
+      EXPECT_LE((n + r.group - 1) / r.group, (n + old_chunk - 1) / old_chunk) << at;
+    }
+  }
+  EXPECT_EQ(cuda::PlanHeadRows(0, 50304).group, 0);
+}
+
 TEST(DeviceLayout, AlignsTensorsButKeepsQkvAdjacent) {
   for (bool merged : {false, true}) {
     ModelConfig m = Config({{"merged_qkv", merged}, {"embed_shortcut", true}});

@@ -541,10 +541,11 @@ TEST_F(CudaOps, FusedClassifierMatchesCpuForwardThenBackward) {
 }
 
 // The chunked head (forward + backward, and forward alone for evaluation) against the CPU head
-// on n rows of width c and a vocabulary of v, through chunks of chunk_rows rows (the last one
-// short whenever chunk_rows does not divide n).
+// on n rows of width c and a vocabulary of v, through chunks of chunk_rows rows in groups of
+// group_rows (the last chunk of a group short whenever chunk_rows does not divide it, the last
+// group short whenever group_rows does not divide n).
 void ExpectChunkedHeadMatchesCpu(cuda::CudaContext& ctx, int64_t n, int64_t c, int64_t v,
-                                 int64_t chunk_rows) {
+                                 int64_t chunk_rows, int64_t group_rows) {
   cpu::Softcap cap{cpu::SoftcapKind::kSigmoid, 30.0};
   std::vector<float> x = RoundBf16(Random(n * c)), w = RoundBf16(Random(v * c, -0.3f, 0.3f));
   std::vector<int32_t> targets = RandomIds(n, int32_t(v));
@@ -552,11 +553,11 @@ void ExpectChunkedHeadMatchesCpu(cuda::CudaContext& ctx, int64_t n, int64_t c, i
   // comparison is of the increments: a wrong dw would otherwise pass within the tolerance.
   std::vector<float> dw0 = Random(v * c), dw(v * c, 0.f);
   float dloss = 1.f / float(n);
-  DeviceTensor<bf16> d_x(ctx, x), d_w(ctx, w), d_dlogits(ctx, chunk_rows * v);
+  DeviceTensor<bf16> d_x(ctx, x), d_w(ctx, w), d_dlogits(ctx, group_rows * v);
   DeviceTensor<float> d_logits(ctx, chunk_rows * v), d_losses(ctx, n), d_eval(ctx, n),
       d_dx(ctx, n * c), d_dw(ctx, dw0);
   DeviceTensor<int32_t> d_targets(ctx, targets);
-  cuda::LmHeadScratch scratch{d_logits.get(), d_dlogits.get(), chunk_rows};
+  cuda::LmHeadScratch scratch{d_logits.get(), d_dlogits.get(), chunk_rows, group_rows};
   d_losses.Poison();
   d_eval.Poison();
   d_dx.Poison();
@@ -579,13 +580,23 @@ void ExpectChunkedHeadMatchesCpu(cuda::CudaContext& ctx, int64_t n, int64_t c, i
 }
 
 TEST_F(CudaOps, ChunkedHeadMatchesCpuHead) {
-  ExpectChunkedHeadMatchesCpu(ctx(), 150, 64, 300, 64);  // 3 chunks, the last short
+  ExpectChunkedHeadMatchesCpu(ctx(), 150, 64, 300, 64, 64);  // 3 chunks, the last short
+}
+
+// dW once per group: groups of two chunks and a short last group of one short chunk; a group
+// that chunk_rows does not divide (its last chunk short, then the next group's first chunk
+// starts mid-way through no chunk grid).
+TEST_F(CudaOps, GroupedHeadMatchesCpuHead) {
+  ExpectChunkedHeadMatchesCpu(ctx(), 330, 64, 300, 64, 128);
+  ExpectChunkedHeadMatchesCpu(ctx(), 330, 64, 300, 64, 100);
+  ExpectChunkedHeadMatchesCpu(ctx(), 330, 64, 300, 64, 330);  // one group of the whole n
 }
 
 // The records' padded vocabulary (50,304) at the model width, over four chunks of rows (the last
-// short): full-width rows of logits, so every block of the row-wise kernels covers many tiles.
+// short) in two groups: full-width rows of logits, so every block of the row-wise kernels covers
+// many tiles.
 TEST_F(CudaOps, ChunkedHeadAtTheRecordVocabularyMatchesCpuHead) {
-  ExpectChunkedHeadMatchesCpu(ctx(), 700, 768, 50304, 192);
+  ExpectChunkedHeadMatchesCpu(ctx(), 700, 768, 50304, 192, 384);
 }
 
 // The reported loss is summed in double (CPU twin: cpu::mean_loss); a float sum was off by

@@ -10,6 +10,7 @@
 #include "trainer/cuda/convert.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/gpt_acts.h"
+#include "trainer/cuda/head_rows.h"
 #include "trainer/cuda/matmul.h"
 #include "trainer/cuda/mlp_act.h"
 #include "trainer/cuda/residual.h"
@@ -17,12 +18,6 @@
 
 namespace ablate::cuda {
 namespace {}  // namespace
-
-int64_t Gpt::HeadChunkRows(int64_t n, int64_t v) {
-  constexpr int64_t kHeadChunkBytes = int64_t(1536) << 20;  // fp32 logits + bf16 dlogits
-  int64_t rows = std::max<int64_t>(64, kHeadChunkBytes / (v * 6) / 64 * 64);
-  return std::min(rows, n);
-}
 
 namespace {
 
@@ -146,9 +141,11 @@ Status Gpt::AllocateAll() {
   allocated_ += loss_acc_.bytes();
   ABLATE_CUDA_CHECK(cudaMemsetAsync(loss_acc_.get(), 0, sizeof(double), ctx_.stream()));
   LmHeadScratch& hs = head_scratch_;
-  hs.chunk_rows = HeadChunkRows(bt, m_.vocab_size);
+  HeadRows head_rows = PlanHeadRows(bt, m_.vocab_size);
+  hs.chunk_rows = head_rows.chunk;
+  hs.group_rows = head_rows.group;
   ABLATE_RETURN_IF_ERROR(Alloc(&hs.logits, hs.chunk_rows * m_.vocab_size, "head logits"));
-  ABLATE_RETURN_IF_ERROR(Alloc(&hs.dlogits, hs.chunk_rows * m_.vocab_size, "dlogits"));
+  ABLATE_RETURN_IF_ERROR(Alloc(&hs.dlogits, hs.group_rows * m_.vocab_size, "dlogits"));
   ABLATE_RETURN_IF_ERROR(Alloc(&qkv_, bt * 3 * c, "qkv"));
   ABLATE_RETURN_IF_ERROR(Alloc(&act_, bt * m_.hidden_dim(), "mlp activation"));
   if (m_.value_embeds > 0) ABLATE_RETURN_IF_ERROR(Alloc(&ve_, bt * c, "value embedding rows"));

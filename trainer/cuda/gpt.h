@@ -38,10 +38,6 @@ class Gpt {
   // Allocates everything for micro-batches of b sequences of t tokens on ctx's device (which
   // must outlive the model). Parameters and gradients start at zero. Error: the first failed
   // allocation, naming the tensor.
-  // Rows of one chunk of the loss head for n tokens and vocabulary v: 1536 MiB of fp32 logits
-  // and bf16 dlogits at most, a multiple of 64, at least 64 (at most n).
-  static int64_t HeadChunkRows(int64_t n, int64_t v);
-
   static Result<std::unique_ptr<Gpt>> Create(CudaContext& ctx, const ModelConfig& m, int64_t b,
                                              int64_t t);
   ~Gpt();

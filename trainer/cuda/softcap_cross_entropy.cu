@@ -103,9 +103,10 @@ __global__ void LossMoveKernel(float* dst, double* acc) {
 
 Status CheckScratch(const LmHeadScratch& scratch, bool backward) {
   if (scratch.chunk_rows <= 0 || scratch.logits == nullptr ||
-      (backward && scratch.dlogits == nullptr)) {
-    return Error{
-        "lm_head: scratch has no room (chunk_rows " + std::to_string(scratch.chunk_rows) + ")", ""};
+      (backward && (scratch.dlogits == nullptr || scratch.group_rows < scratch.chunk_rows))) {
+    return Error{"lm_head: scratch has no room (chunk_rows " + std::to_string(scratch.chunk_rows) +
+                     ", group_rows " + std::to_string(scratch.group_rows) + ")",
+                 ""};
   }
   return {};
 }
@@ -156,14 +157,18 @@ Status lm_head_forward_backward(CudaContext& ctx, float* losses, float* dx, floa
                                 int64_t c, int64_t v, Softcap cap, float dloss,
                                 const LmHeadScratch& scratch) {
   ABLATE_RETURN_IF_ERROR(CheckScratch(scratch, true));
-  for (int64_t r0 = 0; r0 < n; r0 += scratch.chunk_rows) {
-    int64_t rows = std::min(scratch.chunk_rows, n - r0);
-    ABLATE_RETURN_IF_ERROR(matmul_forward<float>(ctx, scratch.logits, x + r0 * c, w, rows, c, v));
-    ABLATE_RETURN_IF_ERROR(softcap_cross_entropy_forward(
-        ctx, losses + r0, scratch.dlogits, scratch.logits, targets + r0, rows, v, cap, dloss));
-    // dx rows = dlogits · w; dw += dlogitsᵀ · x rows.
-    ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx, dx + r0 * c, dw, scratch.dlogits, x + r0 * c,
-                                                  w, rows, c, v, Output::kOverwrite));
+  for (int64_t g0 = 0; g0 < n; g0 += scratch.group_rows) {
+    int64_t group = std::min(scratch.group_rows, n - g0);
+    for (int64_t r0 = g0; r0 < g0 + group; r0 += scratch.chunk_rows) {
+      int64_t rows = std::min(scratch.chunk_rows, g0 + group - r0);
+      ABLATE_RETURN_IF_ERROR(matmul_forward<float>(ctx, scratch.logits, x + r0 * c, w, rows, c, v));
+      ABLATE_RETURN_IF_ERROR(
+          softcap_cross_entropy_forward(ctx, losses + r0, scratch.dlogits + (r0 - g0) * v,
+                                        scratch.logits, targets + r0, rows, v, cap, dloss));
+    }
+    // dx rows = dlogits · w; dw += dlogitsᵀ · x rows, one read and write of dw per group.
+    ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx, dx + g0 * c, dw, scratch.dlogits, x + g0 * c,
+                                                  w, group, c, v, Output::kOverwrite));
   }
   return {};
 }

@@ -4,8 +4,10 @@
 //
 // Fusion and precision: the head GEMM writes fp32 logits for one chunk of rows; the classifier
 // reads each row twice (max/sum, then the gradient) and writes the loss and, when training,
-// dloss·d(loss)/d(raw logits) as bf16, the operand of the two backward GEMMs that follow at
-// once. No (N, V) tensor is ever allocated: a chunk's logits and dlogits are reused by the next.
+// dloss·d(loss)/d(raw logits) as bf16 into its rows of the group's dlogits; once a group of
+// chunks is done, the two backward GEMMs take the whole group (head_rows.h). No (N, V) tensor is
+// ever allocated: a chunk's logits are reused by the next chunk, a group's dlogits by the next
+// group.
 #ifndef ABLATE_TRAINER_CUDA_SOFTCAP_CROSS_ENTROPY_H_
 #define ABLATE_TRAINER_CUDA_SOFTCAP_CROSS_ENTROPY_H_
 
@@ -36,11 +38,13 @@ Status loss_accumulate(CudaContext& ctx, double* acc, const float* losses, int64
 // dst (1 float, on the device) = float(acc); acc = 0.
 Status loss_move(CudaContext& ctx, float* dst, double* acc);
 
-// Scratch of the chunked head: chunk_rows rows of fp32 logits and bf16 dlogits.
+// Scratch of the chunked head: chunk_rows rows of fp32 logits, group_rows rows of bf16 dlogits
+// (PlanHeadRows says how many of each).
 struct LmHeadScratch {
   float* logits = nullptr;  // (chunk_rows, V)
-  bf16* dlogits = nullptr;  // (chunk_rows, V); may be null for evaluation only
+  bf16* dlogits = nullptr;  // (group_rows, V); may be null for evaluation only
   int64_t chunk_rows = 0;
+  int64_t group_rows = 0;  // >= chunk_rows when training
 };
 
 // losses (N) of the head: logits = x (N, C) · wᵀ, w (V, C), then the classifier, chunk by chunk.
@@ -48,8 +52,8 @@ Status lm_head_forward(CudaContext& ctx, float* losses, const bf16* x, const bf1
                        const int32_t* targets, int64_t n, int64_t c, int64_t v, Softcap cap,
                        const LmHeadScratch& scratch);
 
-// As lm_head_forward, and in the same chunk loop the backward of dloss · Σ losses:
-// dx (N, C) fp32 = the gradient (overwrites), dw (V, C) fp32 += the gradient.
+// As lm_head_forward, and after each group of chunks the backward of dloss · Σ losses over the
+// group's rows: dx (N, C) fp32 = the gradient (overwrites), dw (V, C) fp32 += the gradient.
 Status lm_head_forward_backward(CudaContext& ctx, float* losses, float* dx, float* dw,
                                 const bf16* x, const bf16* w, const int32_t* targets, int64_t n,
                                 int64_t c, int64_t v, Softcap cap, float dloss,
