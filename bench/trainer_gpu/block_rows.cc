@@ -274,11 +274,19 @@ void BenchNorms(CudaContext& ctx, OpTable& table, const StepSetup& s, const Laye
                       rstd = Buffer<float>(n * nh, "rstd");
   DeviceBuffer<bf16> xb = Filled<bf16>(ctx, n * c, 22, "x bf16"), y = Buffer<bf16>(n * c, "y");
   // ln1 (AttentionForward), ln2 (MlpForward), the final norm (HeadForward).
-  MemRow(ctx, table, "rmsnorm fwd (N,C) fp32 → bf16", nc * 6, {k.attention + k.layers + 1},
+  MemRow(ctx, table, "rmsnorm fwd (N,C) fp32 → bf16", nc * 6,
+         k.Fp32Stream(k.attention + k.layers + 1),
          [&] { return rmsnorm_forward<float, bf16>(ctx, y.get(), rstd.get(), x.get(), n, c); });
-  // EmbedForward.
-  MemRow(ctx, table, "rmsnorm fwd (N,C) fp32 → fp32 (embedding)", nc * 8 + rows * 4, {k.embed_norm},
+  MemRow(ctx, table, "rmsnorm fwd (N,C) bf16 → bf16 (bf16 stream)", nc * 4 + rows * 4,
+         k.Bf16Stream(k.attention + k.layers + 1),
+         [&] { return rmsnorm_forward<bf16, bf16>(ctx, y.get(), rstd.get(), xb.get(), n, c); });
+  // EmbedForward: x0 in the stream's storage.
+  MemRow(ctx, table, "rmsnorm fwd (N,C) fp32 → fp32 (embedding)", nc * 8 + rows * 4,
+         k.Fp32Stream(k.embed_norm),
          [&] { return rmsnorm_forward<float, float>(ctx, y32.get(), rstd.get(), x.get(), n, c); });
+  MemRow(ctx, table, "rmsnorm fwd (N,C) fp32 → bf16 (embedding, bf16 stream)", nc * 6 + rows * 4,
+         k.Bf16Stream(k.embed_norm),
+         [&] { return rmsnorm_forward<float, bf16>(ctx, y.get(), rstd.get(), x.get(), n, c); });
   // qk-norm of q and of k (AttentionForward), now inside the fused qkv pass.
   MemRow(ctx, table, "rmsnorm fwd (N·NH,HD) bf16 (qk-norm)", nc * 4 + heads * 4,
          {2 * k.qk_norm * k.attention, kFused}, [&] {
@@ -287,26 +295,47 @@ void BenchNorms(CudaContext& ctx, OpTable& table, const StepSetup& s, const Laye
   // ln2 (MlpBackward) and ln1 (AttentionBackward), added into dx; those whose dx is next read
   // as bf16 write its bf16 copy too (trainer/cuda/dx_copy_plan.h).
   MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 +=", nc * 16 + rows * 4,
-         {k.layers + k.attention - k.dx_copy_norms}, [&] {
+         k.Fp32Stream(k.layers + k.attention - k.dx_copy_norms), [&] {
            return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
                                           Output::kAdd);
          });
   MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 +=, and dx's bf16 copy", nc * 18 + rows * 4,
-         {k.dx_copy_norms}, [&] {
+         k.Fp32Stream(k.dx_copy_norms), [&] {
            return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
                                           Output::kAdd, y.get());
          });
+  MemRow(ctx, table, "rmsnorm bwd (N,C) bf16 x, fp32 +=", nc * 14 + rows * 4,
+         k.Bf16Stream(k.layers + k.attention - k.dx_copy_norms), [&] {
+           return rmsnorm_backward<bf16>(ctx, dinp.get(), dout.get(), xb.get(), rstd.get(), n, c,
+                                         Output::kAdd);
+         });
+  MemRow(ctx, table, "rmsnorm bwd (N,C) bf16 x, fp32 +=, and dx's bf16 copy", nc * 16 + rows * 4,
+         k.Bf16Stream(k.dx_copy_norms), [&] {
+           return rmsnorm_backward<bf16>(ctx, dinp.get(), dout.get(), xb.get(), rstd.get(), n, c,
+                                         Output::kAdd, y.get());
+         });
   // The final norm (Backward; with dx's bf16 copy when the last MLP reads it next) and the
   // embedding norm (EmbedBackward).
+  // The embedding norm's input is the fp32 embedding rows with either stream.
   MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 =", nc * 12 + rows * 4,
-         {1 - k.dx_copy_final + k.embed_norm}, [&] {
+         {(1 - k.dx_copy_final) * (1 - k.bf16_stream) + k.embed_norm}, [&] {
            return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
                                           Output::kOverwrite);
          });
   MemRow(ctx, table, "rmsnorm bwd (N,C) fp32 =, and dx's bf16 copy", nc * 14 + rows * 4,
-         {k.dx_copy_final}, [&] {
+         k.Fp32Stream(k.dx_copy_final), [&] {
            return rmsnorm_backward<float>(ctx, dinp.get(), dout.get(), x.get(), rstd.get(), n, c,
                                           Output::kOverwrite, y.get());
+         });
+  MemRow(ctx, table, "rmsnorm bwd (N,C) bf16 x, fp32 = (final norm)", nc * 10 + rows * 4,
+         k.Bf16Stream(1 - k.dx_copy_final), [&] {
+           return rmsnorm_backward<bf16>(ctx, dinp.get(), dout.get(), xb.get(), rstd.get(), n, c,
+                                         Output::kOverwrite);
+         });
+  MemRow(ctx, table, "rmsnorm bwd (N,C) bf16 x, fp32 =, and dx's bf16 copy", nc * 12 + rows * 4,
+         k.Bf16Stream(k.dx_copy_final), [&] {
+           return rmsnorm_backward<bf16>(ctx, dinp.get(), dout.get(), xb.get(), rstd.get(), n, c,
+                                         Output::kOverwrite, y.get());
          });
   // qk-norm of dq and of dk (AttentionBackward), now inside the fused qkv pass.
   MemRow(ctx, table, "rmsnorm bwd (N·NH,HD) bf16 x, fp32 = (qk-norm)", nc * 10 + heads * 4,
@@ -331,25 +360,47 @@ void BenchStreamOps(CudaContext& ctx, OpTable& table, const StepSetup& s, const 
   DeviceBuffer<float> x = Filled<float>(ctx, nc, 31, "x"), y = Filled<float>(ctx, nc, 32, "y"),
                       dout = Filled<float>(ctx, nc, 33, "dout"),
                       dx = Filled<float>(ctx, nc, 34, "dx"), dy = Filled<float>(ctx, nc, 35, "dy");
-  DeviceBuffer<bf16> xb = Buffer<bf16>(nc, "x bf16");
+  DeviceBuffer<bf16> xb = Buffer<bf16>(nc, "x bf16"), sb = Filled<bf16>(ctx, nc, 36, "x bf16"),
+                     tb = Filled<bf16>(ctx, nc, 37, "y bf16"), ob = Buffer<bf16>(nc, "out bf16");
   Scalars lam = MakeScalars(ctx);
   const float* p = lam.p.get();
   float* g = lam.g.get();
   double b = double(nc);
   // BlockForward: the U-Net skip in, the x0 shortcut.
-  MemRow(ctx, table, "mix fp32 (N,C) a·x + b·y", b * 12, {k.skip_in + k.shortcut}, [&] {
+  MemRow(ctx, table, "mix fp32 (N,C) a·x + b·y", b * 12, k.Fp32Stream(k.skip_in + k.shortcut), [&] {
     return residual_mix_forward<float, float, float>(ctx, dx.get(), x.get(), MixWeight::Param(p),
                                                      y.get(), MixWeight::Param(p + 1), nc);
   });
+  MemRow(ctx, table, "mix bf16 (N,C) a·x + b·y, rounded", b * 6,
+         k.Bf16Stream(k.skip_in + k.shortcut), [&] {
+           return residual_mix_forward<bf16, bf16, bf16>(
+               ctx, ob.get(), sb.get(), MixWeight::Param(p), tb.get(), MixWeight::Param(p + 1), nc,
+               Rounding::kBf16);
+         });
+  // AddBranch with a bf16 stream: the block output's GEMM writes bf16, added with one rounding
+  // (an fp32 stream adds in the GEMM instead).
+  MemRow(ctx, table, "add bf16 (N,C) stream + bf16 branch, rounded", b * 6,
+         k.Bf16Stream(k.attention + k.layers), [&] {
+           return residual_mix_forward<bf16, bf16, bf16>(
+               ctx, ob.get(), sb.get(), MixWeight::Constant(1.f), tb.get(),
+               MixWeight::Constant(1.f), nc, Rounding::kBf16);
+         });
+  MemRow(ctx, table, "add fp32 (N,C) stream + bf16 branch, rounded (before item 14)", b * 10,
+         {k.bf16_stream * (k.attention + k.layers), "bf16 stream: its bf16 row is summed"}, [&] {
+           return residual_mix_forward<float, float, bf16>(
+               ctx, dx.get(), x.get(), MixWeight::Constant(1.f), tb.get(), MixWeight::Constant(1.f),
+               nc, Rounding::kBf16);
+         });
   // gpt_backward.cc: dx into dx0 (Backward, with the shortcut), d(v1) into layer 0's (value
   // residual); each dskip into dx, with dx's bf16 copy (BlockBackward).
   MemRow(ctx, table, "add fp32 (N,C) +=", b * 12, {(k.shortcut > 0) + k.value_residual},
          [&] { return add_into(ctx, dx.get(), x.get(), nc); });
   MemRow(ctx, table, "add fp32 (N,C) +=, and the bf16 copy", b * 14, {k.skip_out},
          [&] { return add_into(ctx, dx.get(), x.get(), nc, xb.get()); });
-  // CopyDevice before the proj and mlp products add into the stream (AttentionForward,
-  // MlpForward).
-  MemRow(ctx, table, "copy fp32 (N,C) device to device", b * 8, {k.attention + k.layers},
+  // The copy of the stream the proj and mlp products made before adding into it, until their
+  // GEMMs read it as C and wrote D (NOTES item 8).
+  MemRow(ctx, table, "copy fp32 (N,C) device to device", b * 8,
+         {k.attention + k.layers, "replaced by the GEMM's C != D (item 8)"},
          [&] { return CopyOnDevice(ctx, dx.get(), x.get(), nc); });
   // Backward zeroed dx0, d(v1) and each dskip; now their first writers overwrite them.
   MemRow(ctx, table, "memset fp32 (N,C)", b * 4,
@@ -367,27 +418,49 @@ void BenchStreamOps(CudaContext& ctx, OpTable& table, const StepSetup& s, const 
   // the next layer's MLP reads it next.
   MemRow(
       ctx, table, "shortcut bwd fp32 (N,C): dx =, dx0 +=, dλ", b * 24,
-      {k.shortcut - k.dx_copy_shortcuts}, [&] {
+      k.Fp32Stream(k.shortcut - k.dx_copy_shortcuts), [&] {
         MixGrads mg{dx.get(), Output::kOverwrite, dy.get(), Output::kAdd, {g, 1.f}, {g + 1, 1.f}};
         return residual_mix_backward<float, float>(ctx, mg, dout.get(), x.get(),
                                                    MixWeight::Param(p), y.get(),
                                                    MixWeight::Param(p + 1), nc);
       });
-  MemRow(ctx, table, "shortcut bwd fp32 (N,C), and dx's bf16 copy", b * 26, {k.dx_copy_shortcuts},
-         [&] {
+  MemRow(ctx, table, "shortcut bwd fp32 (N,C), and dx's bf16 copy", b * 26,
+         k.Fp32Stream(k.dx_copy_shortcuts), [&] {
            MixGrads mg{dx.get(), Output::kOverwrite, dy.get(), Output::kAdd,
                        {g, 1.f}, {g + 1, 1.f},       xb.get()};
            return residual_mix_backward<float, float>(ctx, mg, dout.get(), x.get(),
                                                       MixWeight::Param(p), y.get(),
                                                       MixWeight::Param(p + 1), nc);
          });
+  MemRow(
+      ctx, table, "shortcut bwd bf16 x, x0 (N,C): dx =, dx0 +=, dλ", b * 20,
+      k.Bf16Stream(k.shortcut - k.dx_copy_shortcuts), [&] {
+        MixGrads mg{dx.get(), Output::kOverwrite, dy.get(), Output::kAdd, {g, 1.f}, {g + 1, 1.f}};
+        return residual_mix_backward<bf16, bf16>(ctx, mg, dout.get(), sb.get(), MixWeight::Param(p),
+                                                 tb.get(), MixWeight::Param(p + 1), nc);
+      });
+  MemRow(ctx, table, "shortcut bwd bf16 x, x0 (N,C), and dx's bf16 copy", b * 22,
+         k.Bf16Stream(k.dx_copy_shortcuts), [&] {
+           MixGrads mg{dx.get(), Output::kOverwrite, dy.get(), Output::kAdd,
+                       {g, 1.f}, {g + 1, 1.f},       xb.get()};
+           return residual_mix_backward<bf16, bf16>(ctx, mg, dout.get(), sb.get(),
+                                                    MixWeight::Param(p), tb.get(),
+                                                    MixWeight::Param(p + 1), nc);
+         });
   // SkipBackward: dskip += w·dout and dw; the kernel reads x although da is not asked for.
-  MemRow(ctx, table, "skip bwd fp32 (N,C): dskip +=, dw", b * 20, {k.skip_in}, [&] {
+  MemRow(ctx, table, "skip bwd fp32 (N,C): dskip +=, dw", b * 20, k.Fp32Stream(k.skip_in), [&] {
     MixGrads mg{nullptr, Output::kAdd, dy.get(), Output::kAdd, {}, {g + 2, 1.f}};
     return residual_mix_backward<float, float>(ctx, mg, dout.get(), x.get(),
                                                MixWeight::Constant(1.f), y.get(),
                                                MixWeight::Param(p + 2), nc);
   });
+  MemRow(ctx, table, "skip bwd bf16 x, skip (N,C): dskip +=, dw", b * 16, k.Bf16Stream(k.skip_in),
+         [&] {
+           MixGrads mg{nullptr, Output::kAdd, dy.get(), Output::kAdd, {}, {g + 2, 1.f}};
+           return residual_mix_backward<bf16, bf16>(ctx, mg, dout.get(), sb.get(),
+                                                    MixWeight::Constant(1.f), tb.get(),
+                                                    MixWeight::Param(p + 2), nc);
+         });
 }
 
 void BenchQkvOps(CudaContext& ctx, OpTable& table, const StepSetup& s, const LayerCounts& k) {

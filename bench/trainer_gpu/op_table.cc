@@ -81,6 +81,7 @@ LayerCounts CountLayers(const ModelConfig& m) {
     k.dx_copy_shortcuts += int(dx.shortcut[size_t(i)]);
   }
   k.dx_copy_final = dx.final_norm ? 1 : 0;
+  k.bf16_stream = m.Bf16Stream() ? 1 : 0;
   return k;
 }
 

@@ -65,6 +65,15 @@ struct LayerCounts {
   int dx_copy_norms = 0;      // the MLP's and attention's norm backwards (+=)
   int dx_copy_shortcuts = 0;  // the shortcut mixes' backwards
   int dx_copy_final = 0;      // the final norm's backward (=): 0 or 1
+  int bf16_stream = 0;        // 0 or 1: the stream is stored in bf16 (activation_dtype bf16)
+
+  // A row of the stream's passes on fp32 buffers: summed for an fp32 stream, shown beside the
+  // bf16 rows for a bf16 one (NOTES item 14).
+  PerStep Fp32Stream(int count) const {
+    return bf16_stream ? PerStep{count, "bf16 stream: its bf16 row is summed"} : PerStep{count};
+  }
+  // The same pass on bf16 buffers: run only for a bf16 stream.
+  PerStep Bf16Stream(int count) const { return {bf16_stream ? count : 0}; }
 };
 
 // m's counts.

@@ -211,9 +211,13 @@ TEST_F(CudaOps, ResidualMixForwardMatchesCpu) {
                      cuda::residual_mix_forward<float, float, bf16>(
                          ctx(), d_out.get(), d_x.get(), a, d_yb.get(), b, n, cpu::Rounding::kBf16));
     EXPECT_EQ(d_out.Get(), want) << "bf16 branch";
-    DeviceTensor<float> d_r(ctx(), x);
-    ABLATE_EXPECT_OP(ctx(), cuda::round_to_bf16(ctx(), d_r.get(), n));
-    EXPECT_EQ(d_r.Get(), xb);
+    // bf16 buffers (the stream as the model stores it): the same values.
+    DeviceTensor<bf16> d_xb(ctx(), xb), d_outb(ctx(), n);
+    d_outb.Poison();
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::residual_mix_forward<bf16, bf16, bf16>(
+                   ctx(), d_outb.get(), d_xb.get(), a, d_yb.get(), b, n, cpu::Rounding::kBf16));
+    EXPECT_EQ(d_outb.Get(), want) << "bf16 buffers";
   }
   {  // value residual: (1 − λ)·v + λ·v1, bf16
     DeviceTensor<bf16> d_x(ctx(), xb), d_y(ctx(), yb), d_out(ctx(), n);
@@ -377,6 +381,69 @@ TEST_F(CudaOps, StreamGradientWritersWriteTheBf16CopyToBf16Would) {
   DeviceTensor<float> added(ctx(), start);
   ABLATE_EXPECT_OP(ctx(), cuda::add_into(ctx(), added.get(), d_dout.get(), nc));
   EXPECT_EQ(added.Get(), sum) << "add_into is not the exact fp32 sum";
+}
+
+// A bf16 stream lives in bf16 buffers (gpt.cc): every op that reads or writes it gives the bits
+// it gives on fp32 buffers holding the same bf16 values, as the model ran before.
+TEST_F(CudaOps, Bf16StreamBuffersGiveTheBitsOfFp32BuffersWithTheSameValues) {
+  int64_t n = 300, c = 768, nc = n * c;
+  std::vector<float> x = RoundBf16(Random(nc, -2.f, 2.f)), y = RoundBf16(Random(nc, -2.f, 2.f)),
+                     emb = Random(nc, -2.f, 2.f), dout = Random(nc), start = Random(nc);
+  DeviceTensor<float> d_x(ctx(), x), d_y(ctx(), y), d_emb(ctx(), emb), d_dout(ctx(), dout),
+      d_w(ctx(), std::vector<float>{0.7f, -0.4f});
+  DeviceTensor<bf16> d_xb(ctx(), x), d_yb(ctx(), y);
+  cuda::MixWeight a = cuda::MixWeight::Param(d_w.get()).RoundedIf(cpu::Rounding::kBf16);
+  cuda::MixWeight b = cuda::MixWeight::Param(d_w.get() + 1).RoundedIf(cpu::Rounding::kBf16);
+  {  // x0 = norm(embedding): written as bf16 directly, or in fp32 and rounded in place before
+    DeviceTensor<float> f(ctx(), nc), rstd_f(ctx(), n), rstd_b(ctx(), n);
+    DeviceTensor<bf16> o(ctx(), nc);
+    ABLATE_EXPECT_OP(ctx(), cuda::rmsnorm_forward<float, float>(ctx(), f.get(), rstd_f.get(),
+                                                                d_emb.get(), n, c));
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::rmsnorm_forward<float, bf16>(ctx(), o.get(), rstd_b.get(), d_emb.get(), n, c));
+    EXPECT_EQ(o.Get(), RoundBf16(f.Get())) << "x0 norm";
+    EXPECT_EQ(rstd_b.Get(), rstd_f.Get());
+  }
+  {  // the blocks' norms read the stream
+    DeviceTensor<bf16> of(ctx(), nc), ob(ctx(), nc);
+    DeviceTensor<float> rf(ctx(), n), rb(ctx(), n);
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::rmsnorm_forward<float, bf16>(ctx(), of.get(), rf.get(), d_x.get(), n, c));
+    ABLATE_EXPECT_OP(
+        ctx(), cuda::rmsnorm_forward<bf16, bf16>(ctx(), ob.get(), rb.get(), d_xb.get(), n, c));
+    EXPECT_EQ(ob.Get(), of.Get()) << "block norm";
+    EXPECT_EQ(rb.Get(), rf.Get());
+    DeviceTensor<float> df(ctx(), start), db(ctx(), start);
+    ABLATE_EXPECT_OP(ctx(), cuda::rmsnorm_backward<float>(ctx(), df.get(), d_dout.get(), d_x.get(),
+                                                          rf.get(), n, c, cpu::Output::kAdd));
+    ABLATE_EXPECT_OP(ctx(), cuda::rmsnorm_backward<bf16>(ctx(), db.get(), d_dout.get(), d_xb.get(),
+                                                         rf.get(), n, c, cpu::Output::kAdd));
+    EXPECT_EQ(db.Get(), df.Get()) << "norm backward";
+  }
+  {  // the shortcut mix and the skip add, forward and backward
+    DeviceTensor<float> of(ctx(), nc);
+    DeviceTensor<bf16> ob(ctx(), nc);
+    ABLATE_EXPECT_OP(ctx(),
+                     cuda::residual_mix_forward<float, float, float>(
+                         ctx(), of.get(), d_x.get(), a, d_y.get(), b, nc, cpu::Rounding::kBf16));
+    ABLATE_EXPECT_OP(ctx(),
+                     cuda::residual_mix_forward<bf16, bf16, bf16>(
+                         ctx(), ob.get(), d_xb.get(), a, d_yb.get(), b, nc, cpu::Rounding::kBf16));
+    EXPECT_EQ(ob.Get(), of.Get()) << "mix forward";
+    DeviceTensor<float> dxf(ctx(), nc), dxb(ctx(), nc), dyf(ctx(), start), dyb(ctx(), start),
+        gf(ctx(), std::vector<float>{0.f, 0.f}), gb(ctx(), std::vector<float>{0.f, 0.f});
+    cuda::MixGrads g_f{dxf.get(),         cpu::Output::kOverwrite, dyf.get(),
+                       cpu::Output::kAdd, {gf.get(), 1.f},         {gf.get() + 1, 1.f}};
+    cuda::MixGrads g_b{dxb.get(),         cpu::Output::kOverwrite, dyb.get(),
+                       cpu::Output::kAdd, {gb.get(), 1.f},         {gb.get() + 1, 1.f}};
+    ABLATE_EXPECT_OP(ctx(), cuda::residual_mix_backward<float, float>(
+                                ctx(), g_f, d_dout.get(), d_x.get(), a, d_y.get(), b, nc));
+    ABLATE_EXPECT_OP(ctx(), cuda::residual_mix_backward<bf16, bf16>(
+                                ctx(), g_b, d_dout.get(), d_xb.get(), a, d_yb.get(), b, nc));
+    EXPECT_EQ(dxb.Get(), dxf.Get()) << "mix backward dx";
+    EXPECT_EQ(dyb.Get(), dyf.Get()) << "mix backward dy";
+    EXPECT_EQ(gb.Get(), gf.Get()) << "mix backward weights";
+  }
 }
 
 TEST_F(CudaOps, MlpActivationMatchesCpu) {

@@ -107,10 +107,6 @@ __global__ void MixForwardKernel(TOut* out, const TX* x, MixWeight a, const TY* 
   }
 }
 
-__global__ void RoundBf16Kernel(float* x, int64_t n) {
-  for (int64_t i = GlobalThread(); i < n; i += GridStride()) x[i] = Bf16Round(x[i]);
-}
-
 // ---- MLP activation -----------------------------------------------------------------------
 
 constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2/pi)
@@ -280,13 +276,6 @@ Status residual_mix_forward(CudaContext& ctx, TOut* out, const TX* x, MixWeight 
   MixForwardKernel<TOut, TX, TY><<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
       out, x, a, y, b, n, rounding == Rounding::kBf16);
   ABLATE_CUDA_LAUNCH_CHECK("MixForwardKernel");
-  return {};
-}
-
-Status round_to_bf16(CudaContext& ctx, float* x, int64_t n) {
-  if (n == 0) return {};
-  RoundBf16Kernel<<<GridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(x, n);
-  ABLATE_CUDA_LAUNCH_CHECK("RoundBf16Kernel");
   return {};
 }
 

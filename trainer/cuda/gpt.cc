@@ -131,8 +131,12 @@ Status Gpt::AllocateAll() {
   for (int32_t*& slot : lo_slots_) ABLATE_RETURN_IF_ERROR(Alloc(&slot, bt, "attention key starts"));
   ABLATE_RETURN_IF_ERROR(Alloc(&emb_, bt * c, "embedding"));
   ABLATE_RETURN_IF_ERROR(Alloc(&emb_rstd_, bt, "embedding norm"));
-  x0_ = emb_;
-  if (m_.embed_norm) ABLATE_RETURN_IF_ERROR(Alloc(&x0_, bt * c, "x0"));
+  if (m_.Bf16Stream()) {
+    ABLATE_RETURN_IF_ERROR(Alloc(&x0b_, bt * c, "x0"));
+  } else {
+    x0_ = emb_;
+    if (m_.embed_norm) ABLATE_RETURN_IF_ERROR(Alloc(&x0_, bt * c, "x0"));
+  }
   for (int64_t i = 0; i < m_.n_layer; ++i) ABLATE_RETURN_IF_ERROR(AllocateLayer(i, layers_[i]));
   ABLATE_RETURN_IF_ERROR(Alloc(&lf_, bt * c, "final norm"));
   ABLATE_RETURN_IF_ERROR(Alloc(&lf_rstd_, bt, "final norm"));
@@ -155,10 +159,7 @@ Status Gpt::AllocateAll() {
 Status Gpt::AllocateLayer(int64_t i, LayerActs& a) {
   int64_t c = m_.model_dim, bt = n_, f = m_.hidden_dim(), nh = m_.n_head;
   std::string p = "blocks." + std::to_string(i) + ".";
-  if (m_.unet_skips && i >= m_.n_layer / 2) {
-    ABLATE_RETURN_IF_ERROR(Alloc(&a.skip_sum, bt * c, p + "skip_sum"));
-  }
-  if (m_.embed_shortcut) ABLATE_RETURN_IF_ERROR(Alloc(&a.mixed, bt * c, p + "mixed"));
+  ABLATE_RETURN_IF_ERROR(m_.Bf16Stream() ? AllocateStream(i, a.b16) : AllocateStream(i, a.f32));
   if (m_.HasAttention(i)) {
     ABLATE_RETURN_IF_ERROR(Alloc(&a.ln1, bt * c, p + "ln1"));
     ABLATE_RETURN_IF_ERROR(Alloc(&a.rstd1, bt, p + "rstd1"));
@@ -174,12 +175,22 @@ Status Gpt::AllocateLayer(int64_t i, LayerActs& a) {
     ABLATE_RETURN_IF_ERROR(Alloc(&a.q_rstd, bt * nh, p + "q_rstd"));
     ABLATE_RETURN_IF_ERROR(Alloc(&a.k_rstd, bt * nh, p + "k_rstd"));
     ABLATE_RETURN_IF_ERROR(Alloc(&a.lse, bt * nh, p + "lse"));
-    ABLATE_RETURN_IF_ERROR(Alloc(&a.attn_out, bt * c, p + "attn_out"));
   }
   ABLATE_RETURN_IF_ERROR(Alloc(&a.ln2, bt * c, p + "ln2"));
   ABLATE_RETURN_IF_ERROR(Alloc(&a.rstd2, bt, p + "rstd2"));
-  ABLATE_RETURN_IF_ERROR(Alloc(&a.fc, bt * f, p + "fc"));
-  return Alloc(&a.x_out, bt * c, p + "x_out");
+  return Alloc(&a.fc, bt * f, p + "fc");
+}
+
+template <class S>
+Status Gpt::AllocateStream(int64_t i, LayerStream<S>& s) {
+  int64_t nc = n_ * m_.model_dim;
+  std::string p = "blocks." + std::to_string(i) + ".";
+  if (m_.unet_skips && i >= m_.n_layer / 2) {
+    ABLATE_RETURN_IF_ERROR(Alloc(&s.skip_sum, nc, p + "skip_sum"));
+  }
+  if (m_.embed_shortcut) ABLATE_RETURN_IF_ERROR(Alloc(&s.mixed, nc, p + "mixed"));
+  if (m_.HasAttention(i)) ABLATE_RETURN_IF_ERROR(Alloc(&s.attn_out, nc, p + "attn_out"));
+  return Alloc(&s.x_out, nc, p + "x_out");
 }
 
 Status Gpt::AllocateBackward() {
@@ -303,24 +314,31 @@ Status Gpt::ForwardBackward(const int32_t* tokens, const std::vector<int64_t>& w
 Status Gpt::Run(const int32_t* tokens, const std::vector<int64_t>& windows, int64_t divisor,
                 bool train) {
   ABLATE_RETURN_IF_ERROR(Stage(tokens, windows, train));
-  ABLATE_RETURN_IF_ERROR(EmbedForward());
-  const float* x = x0_;
+  return m_.Bf16Stream() ? RunStream<bf16>(divisor, train) : RunStream<float>(divisor, train);
+}
+
+template <class S>
+Status Gpt::RunStream(int64_t divisor, bool train) {
+  ABLATE_RETURN_IF_ERROR(EmbedForward<S>());
+  const S* x = X0<S>();
   for (int64_t i = 0; i < m_.n_layer; ++i) {
-    Result<const float*> next = BlockForward(i, x);
+    Result<const S*> next = BlockForward<S>(i, x);
     if (!next.ok()) return next.error();
     x = *next;
   }
-  ABLATE_RETURN_IF_ERROR(HeadForward(x, divisor, train));
-  return train ? Backward() : Status();
+  ABLATE_RETURN_IF_ERROR(HeadForward<S>(x, divisor, train));
+  return train ? Backward<S>() : Status();
 }
 
+// x0 = norm(embedding rows), or the rows themselves: emb_ for an fp32 stream (which the backward
+// does not read then), their bf16 rounding for a bf16 one.
+template <class S>
 Status Gpt::EmbedForward() {
   int64_t c = m_.model_dim;
   ABLATE_RETURN_IF_ERROR(embedding_forward(ctx_, emb_, P(embed_), inputs_, n_, c));
-  if (m_.embed_norm) {
-    ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, float>(ctx_, x0_, emb_rstd_, emb_, n_, c));
-  }  // else x0_ is emb_, which the backward does not read
-  return m_.Bf16Stream() ? round_to_bf16(ctx_, x0_, n_ * c) : Status();
+  if (m_.embed_norm) return rmsnorm_forward<float, S>(ctx_, X0<S>(), emb_rstd_, emb_, n_, c);
+  if constexpr (std::is_same_v<S, bf16>) return to_bf16(ctx_, x0b_, emb_, n_ * c);
+  return {};
 }
 
 Rounding Gpt::StreamRounding() const { return m_.Bf16Stream() ? Rounding::kBf16 : Rounding::kNone; }
@@ -328,46 +346,54 @@ Rounding Gpt::StreamRounding() const { return m_.Bf16Stream() ? Rounding::kBf16 
 // out = x + act · wᵀ. A bf16 stream writes the product to bf16 (the qkv_ scratch, free after the
 // split) and adds it rounding the sum, as two bf16 tensors add in PyTorch; fp32 adds in the GEMM,
 // which reads x as its C and writes out as its D (no copy of x first).
-Status Gpt::AddBranch(float* out, const float* x, const bf16* act, const bf16* w, int64_t in) {
+template <class S>
+Status Gpt::AddBranch(S* out, const S* x, const bf16* act, const bf16* w, int64_t in) {
   int64_t c = m_.model_dim;
-  if (!m_.Bf16Stream()) return matmul_forward_add(ctx_, out, x, act, w, n_, in, c);
-  ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, qkv_, act, w, n_, in, c));
-  return residual_mix_forward<float, float, bf16>(ctx_, out, x, MixWeight::Constant(1.f), qkv_,
+  if constexpr (std::is_same_v<S, float>) {
+    return matmul_forward_add(ctx_, out, x, act, w, n_, in, c);
+  } else {
+    ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, qkv_, act, w, n_, in, c));
+    return residual_mix_forward<bf16, bf16, bf16>(ctx_, out, x, MixWeight::Constant(1.f), qkv_,
                                                   MixWeight::Constant(1.f), n_ * c,
                                                   Rounding::kBf16);
+  }
 }
 
-Result<const float*> Gpt::BlockForward(int64_t i, const float* x) {
+template <class S>
+Result<const S*> Gpt::BlockForward(int64_t i, const S* x) {
   LayerActs& a = layers_[i];
+  LayerStream<S>& st = a.stream<S>();
   int64_t nc = n_ * m_.model_dim, half = m_.n_layer / 2;
-  a.x_prev = x;
+  st.x_prev = x;
   if (m_.unet_skips && i >= half) {
-    const float* skip = layers_[m_.n_layer - 1 - i].x_out;
+    const S* skip = layers_[m_.n_layer - 1 - i].stream<S>().x_out;
     MixWeight w = MixWeight::Param(P(skip_) + i - half).RoundedIf(StreamRounding());
-    ABLATE_RETURN_IF_ERROR(residual_mix_forward<float, float, float>(
-        ctx_, a.skip_sum, x, MixWeight::Constant(1.f), skip, w, nc, StreamRounding()));
-    x = a.skip_sum;
+    ABLATE_RETURN_IF_ERROR(residual_mix_forward<S, S, S>(
+        ctx_, st.skip_sum, x, MixWeight::Constant(1.f), skip, w, nc, StreamRounding()));
+    x = st.skip_sum;
   }
-  a.x_pre = x;
+  st.x_pre = x;
   if (m_.embed_shortcut) {
     const float* lam = P(blocks_[i].lambdas);
     Rounding r = StreamRounding();
-    ABLATE_RETURN_IF_ERROR(residual_mix_forward<float, float, float>(
-        ctx_, a.mixed, x, MixWeight::Param(lam).RoundedIf(r), x0_,
-        MixWeight::Param(lam + 1).RoundedIf(r), nc, r));
-    x = a.mixed;
+    ABLATE_RETURN_IF_ERROR(
+        residual_mix_forward<S, S, S>(ctx_, st.mixed, x, MixWeight::Param(lam).RoundedIf(r),
+                                      X0<S>(), MixWeight::Param(lam + 1).RoundedIf(r), nc, r));
+    x = st.mixed;
   }
-  a.x_in = x;
-  a.x_mid = x;
-  if (m_.HasAttention(i)) ABLATE_RETURN_IF_ERROR(AttentionForward(i, a));
-  ABLATE_RETURN_IF_ERROR(MlpForward(i, a));
-  return static_cast<const float*>(a.x_out);
+  st.x_in = x;
+  st.x_mid = x;
+  if (m_.HasAttention(i)) ABLATE_RETURN_IF_ERROR(AttentionForward<S>(i, a));
+  ABLATE_RETURN_IF_ERROR(MlpForward<S>(i, a));
+  return static_cast<const S*>(st.x_out);
 }
 
+template <class S>
 Status Gpt::AttentionForward(int64_t i, LayerActs& a) {
   int64_t c = m_.model_dim;
   const BlockOffsets& o = blocks_[i];
-  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, a.ln1, a.rstd1, a.x_in, n_, c));
+  LayerStream<S>& st = a.stream<S>();
+  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<S, bf16>(ctx_, a.ln1, a.rstd1, st.x_in, n_, c));
   ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, qkv_, a.ln1, W(o.qkv), n_, c, 3 * c));
   // One pass from the product to attention's q, k, v: split, qk-norm, RoPE, value mix.
   QkvForwardArgs q;
@@ -390,8 +416,8 @@ Status Gpt::AttentionForward(int64_t i, LayerActs& a) {
   ABLATE_RETURN_IF_ERROR(attention_forward(ctx_, a.att, a.lse, a.q, a.k, a.v, a.lo, b_, t_,
                                            m_.n_head, m_.head_dim, float(m_.AttentionScale()),
                                            attention_));
-  ABLATE_RETURN_IF_ERROR(AddBranch(a.attn_out, a.x_in, a.att, W(o.proj), c));
-  a.x_mid = a.attn_out;
+  ABLATE_RETURN_IF_ERROR(AddBranch<S>(st.attn_out, st.x_in, a.att, W(o.proj), c));
+  st.x_mid = st.attn_out;
   return {};
 }
 
@@ -417,20 +443,23 @@ void Gpt::ValueMixOf(int64_t i, QkvForwardArgs& q) {
   }
 }
 
+template <class S>
 Status Gpt::MlpForward(int64_t i, LayerActs& a) {
   int64_t c = m_.model_dim, f = m_.hidden_dim();
   const BlockOffsets& o = blocks_[i];
-  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, a.ln2, a.rstd2, a.x_mid, n_, c));
+  LayerStream<S>& st = a.stream<S>();
+  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<S, bf16>(ctx_, a.ln2, a.rstd2, st.x_mid, n_, c));
   ABLATE_RETURN_IF_ERROR(matmul_forward<bf16>(ctx_, a.fc, a.ln2, W(o.fc), n_, c, f));
   ABLATE_RETURN_IF_ERROR(mlp_act_forward(ctx_, act_, a.fc, n_ * f, m_.mlp_act));
-  return AddBranch(a.x_out, a.x_mid, act_, W(o.mlp_proj), f);
+  return AddBranch<S>(st.x_out, st.x_mid, act_, W(o.mlp_proj), f);
 }
 
-Status Gpt::HeadForward(const float* x, int64_t divisor, bool train) {
+template <class S>
+Status Gpt::HeadForward(const S* x, int64_t divisor, bool train) {
   int64_t c = m_.model_dim, v = m_.vocab_size;
-  x_last_ = x;
+  XLast<S>() = x;
   // The head input is bf16 (a GEMM operand) with either activation_dtype.
-  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<float, bf16>(ctx_, lf_, lf_rstd_, x, n_, c));
+  ABLATE_RETURN_IF_ERROR(rmsnorm_forward<S, bf16>(ctx_, lf_, lf_rstd_, x, n_, c));
   if (train) {
     float dloss = (1.f / float(divisor)) / float(n_);  // as the CPU: scale / n
     ABLATE_RETURN_IF_ERROR(lm_head_forward_backward(ctx_, losses_, dln_, G(head_), lf_, W(head_),

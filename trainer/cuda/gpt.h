@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "trainer/config/attention_impl.h"
@@ -32,6 +33,8 @@
 namespace ablate::cuda {
 
 struct LayerActs;
+template <class S>
+struct LayerStream;
 
 class Gpt {
  public:
@@ -91,6 +94,8 @@ class Gpt {
   Status Alloc(T** out, int64_t n, const std::string& what);
   Status AllocateAll();
   Status AllocateLayer(int64_t i, LayerActs& a);
+  template <class S>
+  Status AllocateStream(int64_t i, LayerStream<S>& s);
   Status AllocateBackward();
 
   // One pinned host buffer for a micro-batch's inputs (see Stage).
@@ -104,22 +109,55 @@ class Gpt {
                                std::vector<int64_t>& staged);
   Status Run(const int32_t* tokens, const std::vector<int64_t>& windows, int64_t divisor,
              bool train);
+  // The forward (and backward) with the stream's values stored as S: float for an fp32 stream,
+  // bf16 for a bf16 one (activation_dtype), the same values at half the bytes.
+  template <class S>
+  Status RunStream(int64_t divisor, bool train);
+  template <class S>
   Status EmbedForward();
-  Result<const float*> BlockForward(int64_t i, const float* x);
+  template <class S>
+  Result<const S*> BlockForward(int64_t i, const S* x);
+  template <class S>
   Status AttentionForward(int64_t i, LayerActs& a);
   void ValueMixOf(int64_t i, QkvForwardArgs& q);
+  template <class S>
   Status MlpForward(int64_t i, LayerActs& a);
-  Status HeadForward(const float* x, int64_t divisor, bool train);
+  template <class S>
+  Status HeadForward(const S* x, int64_t divisor, bool train);
   Rounding StreamRounding() const;
-  Status AddBranch(float* out, const float* x, const bf16* act, const bf16* w, int64_t in);
+  template <class S>
+  Status AddBranch(S* out, const S* x, const bf16* act, const bf16* w, int64_t in);
+  template <class S>
   Status Backward();
+  template <class S>
   Status BlockBackward(int64_t i);
+  template <class S>
   Status MlpBackward(int64_t i, LayerActs& a);
+  template <class S>
   Status AttentionBackward(int64_t i, LayerActs& a);
   Result<const float*> ValueMixBackward(int64_t i, LayerActs& a);
+  template <class S>
   Status ShortcutBackward(int64_t i, LayerActs& a);
+  template <class S>
   Status SkipBackward(int64_t i, LayerActs& a);
   Status EmbedBackward(const float* dx0);
+  // x0 and the head's input stream in the stream's storage type.
+  template <class S>
+  S* X0() {
+    if constexpr (std::is_same_v<S, float>) {
+      return x0_;
+    } else {
+      return x0b_;
+    }
+  }
+  template <class S>
+  const S*& XLast() {
+    if constexpr (std::is_same_v<S, float>) {
+      return x_last_;
+    } else {
+      return x_lastb_;
+    }
+  }
   // dxb_ when `wanted` (else null) for a writer of dx_ to write bf16(dx_) into; records whether
   // dxb_ then matches dx_.
   bf16* DxbIf(bool wanted);
@@ -158,10 +196,13 @@ class Gpt {
   float* embed_partials_ = nullptr;  // (EmbeddingPartialRows(BT), C): its segments' partial sums
   std::vector<int32_t*> lo_slots_;   // (n_layer) × (B, T): one per distinct window in a forward
 
-  // Activations.
+  // Activations. x0 and the head's input as the stream stores them: fp32 (x0_ is emb_ without
+  // the embedding norm) or bf16 (x0b_).
   float *emb_ = nullptr, *emb_rstd_ = nullptr, *x0_ = nullptr;  // (BT, C), (BT), (BT, C)
+  bf16* x0b_ = nullptr;                                         // (BT, C)
   std::vector<LayerActs> layers_;
   const float* x_last_ = nullptr;
+  const bf16* x_lastb_ = nullptr;
   bf16* lf_ = nullptr;  // (BT, C)
   float* lf_rstd_ = nullptr;
   float* losses_ = nullptr;        // (BT)

@@ -42,14 +42,15 @@ Status Gpt::EnsureDxb() {
   return {};
 }
 
+template <class S>
 Status Gpt::Backward() {
   int64_t nc = n_ * m_.model_dim;
   dxb_conversions_ = 0;
-  ABLATE_RETURN_IF_ERROR(rmsnorm_backward<float>(ctx_, dx_, dln_, x_last_, lf_rstd_, n_,
-                                                 m_.model_dim, Output::kOverwrite,
-                                                 DxbIf(dx_copies_.final_norm)));
+  ABLATE_RETURN_IF_ERROR(rmsnorm_backward<S>(ctx_, dx_, dln_, XLast<S>(), lf_rstd_, n_,
+                                             m_.model_dim, Output::kOverwrite,
+                                             DxbIf(dx_copies_.final_norm)));
   for (int64_t i = m_.n_layer - 1; i >= 0; --i) {
-    ABLATE_RETURN_IF_ERROR(BlockBackward(i));
+    ABLATE_RETURN_IF_ERROR(BlockBackward<S>(i));
     if (block_hook_) ABLATE_RETURN_IF_ERROR(block_hook_(i));
   }
   // Layer 0's input stream is x0: its gradient joins the shortcuts' sum, or is all of it.
@@ -59,20 +60,22 @@ Status Gpt::Backward() {
 }
 
 // On entry dx_ = d(x_out of layer i); on exit dx_ = d(x_prev of layer i).
+template <class S>
 Status Gpt::BlockBackward(int64_t i) {
   LayerActs& a = layers_[i];
   int64_t half = m_.n_layer / 2, nc = n_ * m_.model_dim;
   if (m_.unet_skips && i < half) {
     ABLATE_RETURN_IF_ERROR(add_into(ctx_, dx_, dskip_[i], nc, DxbIf(true)));
   }
-  ABLATE_RETURN_IF_ERROR(MlpBackward(i, a));
-  if (m_.HasAttention(i)) ABLATE_RETURN_IF_ERROR(AttentionBackward(i, a));
-  if (m_.embed_shortcut) ABLATE_RETURN_IF_ERROR(ShortcutBackward(i, a));
-  if (m_.unet_skips && i >= half) ABLATE_RETURN_IF_ERROR(SkipBackward(i, a));
+  ABLATE_RETURN_IF_ERROR(MlpBackward<S>(i, a));
+  if (m_.HasAttention(i)) ABLATE_RETURN_IF_ERROR(AttentionBackward<S>(i, a));
+  if (m_.embed_shortcut) ABLATE_RETURN_IF_ERROR(ShortcutBackward<S>(i, a));
+  if (m_.unet_skips && i >= half) ABLATE_RETURN_IF_ERROR(SkipBackward<S>(i, a));
   return {};
 }
 
 // x_out = x_mid + act(ln2 Wfcᵀ) Wprojᵀ; leaves dx_ = d(x_mid).
+template <class S>
 Status Gpt::MlpBackward(int64_t i, LayerActs& a) {
   int64_t c = m_.model_dim, f = m_.hidden_dim();
   const BlockOffsets& o = blocks_[i];
@@ -83,11 +86,12 @@ Status Gpt::MlpBackward(int64_t i, LayerActs& a) {
   ABLATE_RETURN_IF_ERROR(mlp_act_backward(ctx_, dact_, dact_, a.fc, n_ * f, m_.mlp_act));
   ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx_, dln_, G(o.fc), dact_, a.ln2, W(o.fc), n_, c,
                                                 f, Output::kOverwrite));
-  return rmsnorm_backward<float>(ctx_, dx_, dln_, a.x_mid, a.rstd2, n_, c, Output::kAdd,
-                                 DxbIf(dx_copies_.mlp_norm[size_t(i)]));
+  return rmsnorm_backward<S>(ctx_, dx_, dln_, a.stream<S>().x_mid, a.rstd2, n_, c, Output::kAdd,
+                             DxbIf(dx_copies_.mlp_norm[size_t(i)]));
 }
 
 // x_mid = x_in + attention(norm(x_in)) Wprojᵀ; leaves dx_ = d(x_in).
+template <class S>
 Status Gpt::AttentionBackward(int64_t i, LayerActs& a) {
   int64_t c = m_.model_dim, nh = m_.n_head, hd = m_.head_dim;
   const BlockOffsets& o = blocks_[i];
@@ -118,8 +122,8 @@ Status Gpt::AttentionBackward(int64_t i, LayerActs& a) {
   ABLATE_RETURN_IF_ERROR(qkv_backward(ctx_, q, rope_));
   ABLATE_RETURN_IF_ERROR(matmul_backward<float>(ctx_, dln_, G(o.qkv), qkv_, a.ln1, W(o.qkv), n_, c,
                                                 3 * c, Output::kOverwrite));
-  return rmsnorm_backward<float>(ctx_, dx_, dln_, a.x_in, a.rstd1, n_, c, Output::kAdd,
-                                 DxbIf(dx_copies_.attention_norm[size_t(i)]));
+  return rmsnorm_backward<S>(ctx_, dx_, dln_, a.stream<S>().x_in, a.rstd1, n_, c, Output::kAdd,
+                             DxbIf(dx_copies_.attention_norm[size_t(i)]));
 }
 
 // dv_ = d(mixed v) → d(v_raw) (and d(v1), value-embedding and λ gradients). Returns where
@@ -168,6 +172,7 @@ Result<const float*> Gpt::ValueMixBackward(int64_t i, LayerActs& a) {
 
 // x_in = λ0·x_pre + λ1·x0; leaves dx_ = d(x_pre) and adds to dx0_ (the last layer, the first
 // to run, writes it).
+template <class S>
 Status Gpt::ShortcutBackward(int64_t i, LayerActs& a) {
   const float* lam = P(blocks_[i].lambdas);
   float* dlam = G(blocks_[i].lambdas);
@@ -178,8 +183,8 @@ Status Gpt::ShortcutBackward(int64_t i, LayerActs& a) {
              {dlam, 1.f},
              {dlam + 1, 1.f},
              DxbIf(dx_copies_.shortcut[size_t(i)])};
-  ABLATE_RETURN_IF_ERROR(residual_mix_backward<float, float>(
-      ctx_, g, dx_, a.x_pre, MixWeight::Param(lam).RoundedIf(StreamRounding()), x0_,
+  ABLATE_RETURN_IF_ERROR(residual_mix_backward<S, S>(
+      ctx_, g, dx_, a.stream<S>().x_pre, MixWeight::Param(lam).RoundedIf(StreamRounding()), X0<S>(),
       MixWeight::Param(lam + 1).RoundedIf(StreamRounding()), n_ * m_.model_dim));
   std::swap(dx_, dtmp_);
   return {};
@@ -187,12 +192,13 @@ Status Gpt::ShortcutBackward(int64_t i, LayerActs& a) {
 
 // x_pre = x_prev + w·skip: dx passes through unchanged; the skip and w get their gradients.
 // Layer src's skip feeds this layer alone, so its gradient is written here, not summed.
+template <class S>
 Status Gpt::SkipBackward(int64_t i, LayerActs& a) {
   int64_t half = m_.n_layer / 2, src = m_.n_layer - 1 - i;
   MixGrads g{
       nullptr, Output::kAdd, dskip_[src], Output::kOverwrite, {}, {G(skip_) + i - half, 1.f}};
-  return residual_mix_backward<float, float>(
-      ctx_, g, dx_, a.x_prev, MixWeight::Constant(1.f), layers_[src].x_out,
+  return residual_mix_backward<S, S>(
+      ctx_, g, dx_, a.stream<S>().x_prev, MixWeight::Constant(1.f), layers_[src].stream<S>().x_out,
       MixWeight::Param(P(skip_) + i - half).RoundedIf(StreamRounding()), n_ * m_.model_dim);
 }
 
@@ -208,5 +214,9 @@ Status Gpt::EmbedBackward(const float* dx0) {
   return embedding_backward(ctx_, G(embed_), demb, plan_, c, embed_partials_,
                             EmbeddingPartialRows(n_));
 }
+
+// Run (gpt.cc) calls these for either stream.
+template Status Gpt::Backward<float>();
+template Status Gpt::Backward<bf16>();
 
 }  // namespace ablate::cuda

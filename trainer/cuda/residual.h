@@ -24,9 +24,6 @@ template <class TOut, class TX, class TY>
 Status residual_mix_forward(CudaContext& ctx, TOut* out, const TX* x, MixWeight a, const TY* y,
                             MixWeight b, int64_t n, Rounding rounding = Rounding::kNone);
 
-// x (N) = bf16(x) in place: an fp32 buffer holding a bf16 tensor's values.
-Status round_to_bf16(CudaContext& ctx, float* x, int64_t n);
-
 // The gradients of out = a·x + b·y given dout (N). The weight gradients are summed in a fixed
 // order (one partial per block of a fixed grid, then one block), using ctx.reduce_scratch().
 // (TX, TY) in {(float, float), (bf16, bf16), (bf16, float)}.

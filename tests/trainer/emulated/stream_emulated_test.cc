@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tests/trainer/emulated/gpu_emulator.h"
@@ -218,6 +219,68 @@ TEST(StreamEmulated, MixBackwardMatchesTheTwinWithFixedSumsAndWritesItsBf16Copy)
   CheckMixBackward({grid + 1000, false, true});
   CheckMixBackward({1000, true, true});
   CheckMixBackward({777, false, false});
+}
+
+// ---- A bf16 stream in bf16 buffers ------------------------------------------------------
+
+// The model stores a bf16 stream's values (x0, the stream, the skips) in bf16 buffers: the
+// backward kernels that read them must give the bits they give on fp32 buffers holding the same
+// values (gpt_backward.cc's norm, shortcut and skip backward).
+TEST(StreamEmulated, Bf16StreamBuffersGiveTheBitsOfFp32BuffersWithTheSameValues) {
+  int64_t n = 37, c = 768;
+  size_t nc = size_t(n * c);
+  std::vector<float> dout = StreamRandom(nc, 31), start = StreamRandom(nc, 32),
+                     x32 = StreamRandom(nc, 33, 2.f), y32 = StreamRandom(nc, 34, 2.f);
+  std::vector<bf16> xb(nc), yb(nc);
+  for (size_t i = 0; i < nc; ++i) {
+    xb[i] = bf16(x32[i]);
+    yb[i] = bf16(y32[i]);
+    x32[i] = float(xb[i]);
+    y32[i] = float(yb[i]);
+  }
+  std::vector<float> rstd = StreamRandom(size_t(n), 35);
+  for (float& r : rstd) r = 1.f + std::fabs(r);
+  for (Schedule schedule : {Schedule::kRoundRobin, Schedule::kLowestFirst}) {
+    std::vector<float> dx_f = start, dx_b = start;
+    std::vector<bf16> copy_f = NanBf16(nc), copy_b = NanBf16(nc);
+    ASSERT_EQ(EmulatedNormBackward<float>(dx_f, &copy_f, dout, x32, rstd, n, c, true, schedule),
+              "");
+    ASSERT_EQ(EmulatedNormBackward<bf16>(dx_b, &copy_b, dout, xb, rstd, n, c, true, schedule), "");
+    EXPECT_EQ(dx_b, dx_f) << "norm backward";
+    EXPECT_EQ(std::memcmp(copy_b.data(), copy_f.data(), nc * sizeof(bf16)), 0);
+  }
+  auto mix = [&](const auto& x, const auto& y, MixResult& r) {
+    using TX = typename std::decay_t<decltype(x)>::value_type;
+    std::vector<float> partial(2 * sk::kMixBlocks, std::nanf(""));
+    const float weights[2] = {0.75f, 0.375f};
+    cuda::MixGrads g;
+    g.dx = r.dx.data();
+    g.dx_mode = cpu::Output::kOverwrite;
+    g.dy = r.dy.data();
+    g.dy_mode = cpu::Output::kAdd;
+    g.da = {&r.da, 1.f};
+    g.db = {&r.db, 1.f};
+    g.dx_bf16 = r.dx_bf16.data();
+    sk::MixBackwardArgs<TX, TX> args{g,           dout.data(),
+                                     x.data(),    cuda::MixWeight::Param(weights),
+                                     y.data(),    cuda::MixWeight::Param(weights + 1),
+                                     int64_t(nc), partial.data()};
+    ASSERT_EQ(emulated::Launch(dim3(sk::kMixBlocks, 1, 1), sk::kThreads, sk::kSumSmemBytes,
+                               [&] { sk::MixBackwardKernel<EmulatedPrimitives, TX, TX>(args); }),
+              "");
+    ASSERT_EQ(emulated::Launch(
+                  dim3(1, 1, 1), sk::kMixBlocks, sk::kSumSmemBytes,
+                  [&] { sk::MixFinalizeKernel<EmulatedPrimitives>(partial.data(), g.da, g.db); }),
+              "");
+  };
+  MixResult f{start, start, NanBf16(nc), 0.5f, 0.25f}, b = f;
+  mix(x32, y32, f);
+  mix(xb, yb, b);
+  EXPECT_EQ(b.dx, f.dx) << "mix backward";
+  EXPECT_EQ(b.dy, f.dy);
+  EXPECT_EQ(std::memcmp(&b.da, &f.da, 4), 0);
+  EXPECT_EQ(std::memcmp(&b.db, &f.db, 4), 0);
+  EXPECT_EQ(std::memcmp(b.dx_bf16.data(), f.dx_bf16.data(), nc * sizeof(bf16)), 0);
 }
 
 // ---- The gradient add ---------------------------------------------------------------------
