@@ -174,6 +174,16 @@ void BenchHead(CudaContext& ctx, OpTable& table, const StepSetup& s) {
                                  plan.chunk, v, s.m.softcap, 1.f / n);
                            }),
                0, double(plan.chunk) * v * 10, {int(chunks), "inside the whole head's row"});
+  // The row-in-registers kernel (NOTES item 15): reads the logits once, 6 bytes per logit.
+  table.TryAdd("classifier (rows, V) fused fwd+bwd, row in registers",
+               TryDeviceMs(ctx, 2, 10,
+                           [&] {
+                             return softcap_cross_entropy_forward(
+                                 ctx, losses.get(), dlogits.get(), logits.get(), targets.get(),
+                                 plan.chunk, v, s.m.softcap, 1.f / n,
+                                 ClassifierImpl::kRowInRegisters);
+                           }),
+               0, double(plan.chunk) * v * 6, {int(chunks), "not the default yet (item 15)"});
   auto head = [&](const char* name, HeadRows rows, PerStep count) {
     LmHeadScratch scratch{logits.get(), dlogits.get(), rows.chunk, rows.group};
     table.TryAdd(name,

@@ -576,34 +576,43 @@ TEST_F(CudaOps, BatchedGemmMatchesPerSliceProducts) {
   EXPECT_LT(RelError(d_a.Get(), want), 1e-2);
 }
 
+// Both classifier kernels (softcap_cross_entropy.h, ClassifierImpl), at a small vocabulary, at
+// the records' 50,304 (the row kernel's 200 logits per thread) and past what the row kernel
+// holds (it falls back to the two passes).
 TEST_F(CudaOps, FusedClassifierMatchesCpuForwardThenBackward) {
-  int64_t n = 37, v = 1000;
   float dloss = 0.37f;
-  for (cpu::Softcap cap : {cpu::Softcap{}, cpu::Softcap{cpu::SoftcapKind::kTanh, 15.0},
-                           cpu::Softcap{cpu::SoftcapKind::kSigmoid, 30.0}}) {
-    std::vector<float> logits = Random(n * v, -20.f, 20.f);
-    std::vector<int32_t> targets = RandomIds(n, int32_t(v));
-    DeviceTensor<float> d_logits(ctx(), logits), d_losses(ctx(), n), d_eval(ctx(), n);
-    DeviceTensor<bf16> d_dlogits(ctx(), n * v);
-    DeviceTensor<int32_t> d_targets(ctx(), targets);
-    d_losses.Poison();
-    d_eval.Poison();
-    d_dlogits.Poison();
-    ABLATE_EXPECT_OP(ctx(), cuda::softcap_cross_entropy_forward(ctx(), d_losses.get(),
-                                                                d_dlogits.get(), d_logits.get(),
-                                                                d_targets.get(), n, v, cap, dloss));
-    ABLATE_EXPECT_OP(
-        ctx(), cuda::softcap_cross_entropy_forward(ctx(), d_eval.get(), nullptr, d_logits.get(),
-                                                   d_targets.get(), n, v, cap, 0.f));
-    std::vector<float> losses(n), lse(n), dlogits(n * v);
-    cpu::softcap_cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), n,
-                                       v, cap);
-    cpu::softcap_cross_entropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(),
-                                        n, v, cap, dloss);
-    int kind = int(cap.kind);
-    EXPECT_LT(RelError(d_losses.Get(), losses), 1e-5) << "cap kind " << kind;
-    EXPECT_EQ(d_eval.Get(), d_losses.Get()) << "cap kind " << kind;
-    EXPECT_LT(RelError(d_dlogits.Get(), dlogits), 1e-2) << "cap kind " << kind;
+  for (cuda::ClassifierImpl impl :
+       {cuda::ClassifierImpl::kTwoPass, cuda::ClassifierImpl::kRowInRegisters}) {
+    for (int64_t v : {int64_t(1000), int64_t(50304), int64_t(60000)}) {
+      int64_t n = v == 1000 ? 37 : 5;
+      for (cpu::Softcap cap : {cpu::Softcap{}, cpu::Softcap{cpu::SoftcapKind::kTanh, 15.0},
+                               cpu::Softcap{cpu::SoftcapKind::kSigmoid, 30.0}}) {
+        std::string at = "impl " + std::to_string(int(impl)) + ", V " + std::to_string(v) +
+                         ", cap kind " + std::to_string(int(cap.kind));
+        std::vector<float> logits = Random(n * v, -20.f, 20.f);
+        std::vector<int32_t> targets = RandomIds(n, int32_t(v));
+        DeviceTensor<float> d_logits(ctx(), logits), d_losses(ctx(), n), d_eval(ctx(), n);
+        DeviceTensor<bf16> d_dlogits(ctx(), n * v);
+        DeviceTensor<int32_t> d_targets(ctx(), targets);
+        d_losses.Poison();
+        d_eval.Poison();
+        d_dlogits.Poison();
+        ABLATE_EXPECT_OP(ctx(), cuda::softcap_cross_entropy_forward(
+                                    ctx(), d_losses.get(), d_dlogits.get(), d_logits.get(),
+                                    d_targets.get(), n, v, cap, dloss, impl));
+        ABLATE_EXPECT_OP(
+            ctx(), cuda::softcap_cross_entropy_forward(ctx(), d_eval.get(), nullptr, d_logits.get(),
+                                                       d_targets.get(), n, v, cap, 0.f, impl));
+        std::vector<float> losses(n), lse(n), dlogits(n * v);
+        cpu::softcap_cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(),
+                                           n, v, cap);
+        cpu::softcap_cross_entropy_backward(dlogits.data(), logits.data(), lse.data(),
+                                            targets.data(), n, v, cap, dloss);
+        EXPECT_LT(RelError(d_losses.Get(), losses), 1e-5) << at;
+        EXPECT_EQ(d_eval.Get(), d_losses.Get()) << at;
+        EXPECT_LT(RelError(d_dlogits.Get(), dlogits), 1e-2) << at;
+      }
+    }
   }
 }
 

@@ -3,9 +3,11 @@
 #include <climits>
 #include <cmath>
 
+#include "trainer/cuda/classifier_kernels.cuh"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/kernel_util.cuh"
 #include "trainer/cuda/matmul.h"
+#include "trainer/cuda/mma_primitives.cuh"
 #include "trainer/cuda/softcap_cross_entropy.h"
 
 namespace ablate::cuda {
@@ -15,25 +17,12 @@ using kernel::BlockSum;
 using kernel::FromFloat;
 using kernel::MergeMaxSum;
 
+namespace ck = classifier_kernels;
+using ck::Cap;
+using ck::CapGrad;
+using ck::DeviceCap;
+
 constexpr int kRowThreads = 256;
-
-struct DeviceCap {
-  SoftcapKind kind;
-  float c;
-};
-
-__device__ __forceinline__ float Cap(float z, DeviceCap s) {
-  if (s.kind == SoftcapKind::kTanh) return s.c * tanhf(z / s.c);
-  if (s.kind == SoftcapKind::kSigmoid) return s.c / (1.f + expf(-z / (s.c / 4.f)));
-  return z;
-}
-
-// The cap's derivative as a function of its output y (CPU twin: CapGrad).
-__device__ __forceinline__ float CapGrad(float y, DeviceCap s) {
-  if (s.kind == SoftcapKind::kTanh) return 1.f - (y / s.c) * (y / s.c);
-  if (s.kind == SoftcapKind::kSigmoid) return 4.f * (y / s.c) * (1.f - y / s.c);
-  return 1.f;
-}
 
 // Block-wide merge of per-thread (max, sum) pairs; every thread gets the result.
 __device__ __forceinline__ void BlockMaxSum(float* m, float* s, float* sh_m, float* sh_s) {
@@ -115,13 +104,36 @@ Status CheckScratch(const LmHeadScratch& scratch, bool backward) {
 
 Status softcap_cross_entropy_forward(CudaContext& ctx, float* losses, bf16* dlogits,
                                      const float* logits, const int32_t* targets, int64_t n,
-                                     int64_t v, Softcap cap, float dloss) {
+                                     int64_t v, Softcap cap, float dloss, ClassifierImpl impl) {
   if (n == 0) return {};
   if (n > int64_t(INT32_MAX)) return Error{"softcap_cross_entropy: too many rows", ""};
   DeviceCap dc{cap.kind, float(cap.cap)};
-  ClassifierKernel<<<unsigned(n), kRowThreads, 0, ctx.stream()>>>(losses, dlogits, logits, targets,
-                                                                  v, dc, dloss);
-  ABLATE_CUDA_LAUNCH_CHECK("ClassifierKernel");
+  int per = impl == ClassifierImpl::kRowInRegisters ? ck::RowKernelPer(v) : 0;
+  if (per == 0) {
+    ClassifierKernel<<<unsigned(n), kRowThreads, 0, ctx.stream()>>>(losses, dlogits, logits,
+                                                                    targets, v, dc, dloss);
+    ABLATE_CUDA_LAUNCH_CHECK("ClassifierKernel");
+    return {};
+  }
+  ck::ClassifierArgs args{losses, dlogits, logits, targets, v, dc, dloss};
+  auto launch = [&](auto kernel) {
+    kernel<<<unsigned(n), ck::kThreads, ck::kSmemBytes, ctx.stream()>>>(args);
+  };
+  switch (per) {
+    case ck::kPerCounts[0]:
+      launch(ck::ClassifierRowKernel<DevicePrimitives, ck::kPerCounts[0]>);
+      break;
+    case ck::kPerCounts[1]:
+      launch(ck::ClassifierRowKernel<DevicePrimitives, ck::kPerCounts[1]>);
+      break;
+    case ck::kPerCounts[2]:
+      launch(ck::ClassifierRowKernel<DevicePrimitives, ck::kPerCounts[2]>);
+      break;
+    default:
+      launch(ck::ClassifierRowKernel<DevicePrimitives, ck::kPerCounts[3]>);
+      break;
+  }
+  ABLATE_CUDA_LAUNCH_CHECK("ClassifierRowKernel");
   return {};
 }
 

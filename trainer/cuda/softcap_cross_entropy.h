@@ -23,12 +23,21 @@ namespace ablate::cuda {
 using cpu::Softcap;
 using cpu::SoftcapKind;
 
+// The classifier's kernel: two passes over each row of logits (read twice, capped twice), or
+// the row kept in registers (read once, capped once; classifier_kernels.cuh; rows of at most
+// 51,200, wider ones take the two passes). The head runs kDefaultClassifier: the two passes
+// until a lease has timed both (bench/trainer_gpu/NOTES.md item 15) and run
+// CudaOps.FusedClassifierMatchesCpuForwardThenBackward on both; one line to switch.
+enum class ClassifierImpl { kTwoPass, kRowInRegisters };
+inline constexpr ClassifierImpl kDefaultClassifier = ClassifierImpl::kTwoPass;
+
 // losses (N) = logsumexp(capped row) − capped[target] for raw logits (N, V) fp32. When dlogits
 // is non-null, also dlogits (N, V) bf16 = dloss · d(loss)/d(raw logits) in the same pass (the
 // CPU twin's softcap_cross_entropy_forward then _backward). REQUIRES: 0 <= targets[i] < V.
 Status softcap_cross_entropy_forward(CudaContext& ctx, float* losses, bf16* dlogits,
                                      const float* logits, const int32_t* targets, int64_t n,
-                                     int64_t v, Softcap cap, float dloss);
+                                     int64_t v, Softcap cap, float dloss,
+                                     ClassifierImpl impl = kDefaultClassifier);
 
 // acc (1 double) += (Σ losses / n) / divisor, summed in double in a fixed order (CPU twin:
 // cpu::mean_loss).
