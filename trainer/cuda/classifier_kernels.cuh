@@ -64,20 +64,6 @@ struct ClassifierArgs {
   float dloss;
 };
 
-// The maximum over a block of kThreads threads, every one of which calls it; every thread gets
-// it. `shared` holds 32 floats of the block's shared memory.
-template <class P>
-__device__ __forceinline__ float BlockMax(float v, float* shared) {
-  int lane = P::Thread() % 32, warp = P::Thread() / 32;
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, P::ShflXor(v, o));
-  P::Sync();
-  if (lane == 0) shared[warp] = v;
-  P::Sync();
-  v = lane < kThreads / 32 ? shared[lane] : -INFINITY;
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, P::ShflXor(v, o));
-  return v;
-}
-
 // Logit j = Thread() + i · kThreads of the row is y[i]: reads coalesce, and the padding past v
 // (−inf) adds exp(−inf) = 0 to the sum.
 template <class P, int kPer>
@@ -94,7 +80,7 @@ __global__ void __launch_bounds__(kThreads, 1) ClassifierRowKernel(ClassifierArg
     y[i] = j < a.v ? Cap(z[j], a.cap) : -INFINITY;
     m = fmaxf(m, y[i]);
   }
-  m = BlockMax<P>(m, shared);
+  m = policy::BlockMax<P, kThreads>(m, shared);
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) s += expf(y[i] - m);
